@@ -51,9 +51,11 @@ def softmax(logits, temperature: float = 1.0) -> np.ndarray:
         out = np.zeros_like(z)
         np.put_along_axis(out, idx[..., None], 1.0, axis=-1)
         return out
-    s = z / t
-    s = s - np.max(s, axis=-1, keepdims=True)
-    e = np.exp(s)
+    # Subtract the max *before* dividing by T: z − max ≤ 0 is finite (or −inf for a masked
+    # token), so a tiny T cannot overflow z/T into inf − inf = NaN; the max entry stays 0.
+    with np.errstate(over="ignore", under="ignore"):
+        s = (z - np.max(z, axis=-1, keepdims=True)) / t
+        e = np.exp(s)
     return e / e.sum(axis=-1, keepdims=True)
 
 
@@ -85,11 +87,20 @@ def mix(p, q, w):
 
 
 def entropy(p, base: float = 2.0):
-    """Shannon entropy H(p) = −Σ p log p (bits by default); 0 log 0 = 0 (chapter 6)."""
+    """Shannon entropy H(p) = −Σ p log p (bits by default); 0 log 0 = 0 (chapter 6).
+
+    ``base`` must be a finite number > 0 and ≠ 1 (2 gives bits, e gives nats).
+    """
     p = as_distribution(p, "p")
+    try:
+        b = float(base)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"base must be a number > 0 and ≠ 1; got {base!r}") from err
+    if not (np.isfinite(b) and b > 0 and b != 1):
+        raise ValueError(f"base must be a finite number > 0 and ≠ 1; got {base!r}")
     with np.errstate(divide="ignore", invalid="ignore"):
         terms = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
-    return scalar_or_array(-terms.sum(axis=-1) / np.log(base))
+    return scalar_or_array(-terms.sum(axis=-1) / np.log(b))
 
 
 def top1_agreement(p, q):

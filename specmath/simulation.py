@@ -14,8 +14,10 @@ def simulate_tokens_per_iteration(alpha, k, n_iterations: int, rng) -> np.ndarra
 
     Each drafted token is accepted independently with probability α; the iteration stops
     at the first rejection (emitting the correction) or after k acceptances (emitting the
-    bonus token). So N = min(G, k+1) with G ~ Geometric(1 − α) on {1, 2, …}: one vectorized
-    draw per iteration instead of a loop over draft tokens.
+    bonus token). So N = 1 + min(A, k) where A, the run of acceptances before the first
+    rejection, is geometric: P(A ≥ n) = αⁿ. One vectorized draw per iteration instead of a
+    loop over draft tokens: with E ~ Exponential(1), A = ⌊E / (−ln α)⌋ has exactly
+    P(A ≥ n) = P(E ≥ n·(−ln α)) = αⁿ (α = 0 gives A = 0, α = 1 gives A = ∞, so N = k + 1).
 
     Returns an int array of shape ``broadcast(alpha, k).shape + (n_iterations,)``.
     """
@@ -25,12 +27,27 @@ def simulate_tokens_per_iteration(alpha, k, n_iterations: int, rng) -> np.ndarra
     rng = as_generator(rng)
     a, kk = np.broadcast_arrays(a, kk)
     shape = a.shape + (n,)
-    p_reject = np.broadcast_to((1.0 - a)[..., None], shape)
-    cap = np.broadcast_to(kk[..., None] + 1, shape)
-    # Geometric needs p > 0; for α = 1 every iteration is full (N = k + 1).
-    g = rng.geometric(np.where(p_reject > 0, p_reject, 1.0), size=shape)
-    g = np.where(p_reject > 0, g, cap)
-    return np.minimum(g, cap).astype(np.int64)
+    with np.errstate(divide="ignore"):
+        # 1 / (−ln α): 0 at α = 0, inf at α = 1 (handled below, since 0 · inf = NaN)
+        scale = np.where(a < 1.0, -1.0 / np.log(np.where(a < 1.0, a, 0.5)), np.inf)
+    e = rng.standard_exponential(size=shape)
+    if a.ndim == 0:  # the common case: scalars, done in place (see benchmarks/)
+        if np.isinf(scale):
+            e.fill(float(kk))
+        else:
+            e *= float(scale)
+            np.minimum(e, float(kk), out=e)
+        out = e.astype(np.int64)
+        out += 1
+        return out
+    full = np.isinf(scale)[..., None]
+    e *= np.where(np.isinf(scale), 0.0, scale)[..., None]
+    cap = kk[..., None].astype(float)
+    np.minimum(e, cap, out=e)
+    e = np.where(full, cap, e)
+    out = e.astype(np.int64)
+    out += 1
+    return out
 
 
 def simulate_tokens_per_iteration_loop(alpha: float, k: int, n_iterations: int, rng) -> np.ndarray:

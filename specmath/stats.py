@@ -11,14 +11,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._validate import as_int
+
 __all__ = ["chi2_sf", "chi2_isf", "GofResult", "g_test", "chi2_test"]
 
 
-def _gammainc_lower_reg(a: float, x: float) -> float:
-    """P(a, x), the regularized lower incomplete gamma function."""
+def _gammainc_reg(a: float, x: float) -> tuple[float, float]:
+    """(P(a, x), Q(a, x)), the regularized lower and upper incomplete gamma functions.
+
+    Whichever of the two is small is computed directly (series for P when x < a + 1,
+    continued fraction for Q otherwise) and the other as its complement, so a tiny tail
+    probability keeps its relative accuracy instead of being lost in 1 − (1 − Q).
+    """
     if x <= 0:
-        return 0.0
-    if x < a + 1.0:  # series
+        return 0.0, 1.0
+    log_front = -x + a * math.log(x) - math.lgamma(a)
+    if x < a + 1.0:  # series for P
         term = 1.0 / a
         total = term
         ap = a
@@ -28,7 +36,8 @@ def _gammainc_lower_reg(a: float, x: float) -> float:
             total += term
             if abs(term) < abs(total) * 1e-15:
                 break
-        return total * math.exp(-x + a * math.log(x) - math.lgamma(a))
+        p = total * math.exp(log_front)
+        return p, 1.0 - p
     # continued fraction for Q, Lentz's method
     tiny = 1e-300
     b = x + 1.0 - a
@@ -47,21 +56,33 @@ def _gammainc_lower_reg(a: float, x: float) -> float:
         h *= delta
         if abs(delta - 1.0) < 1e-15:
             break
-    q = math.exp(-x + a * math.log(x) - math.lgamma(a)) * h
-    return 1.0 - q
+    q = math.exp(log_front) * h
+    return 1.0 - q, q
+
+
+def _check_dof(dof) -> int:
+    return as_int(dof, "dof", minimum=1)
 
 
 def chi2_sf(x: float, dof: int) -> float:
     """P(X ≥ x) for X ~ χ²(dof)."""
-    if dof <= 0:
-        raise ValueError(f"dof must be ≥ 1; got {dof}")
+    dof = _check_dof(dof)
+    try:
+        x = float(x)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"x must be a real number; got {x!r}") from err
+    if math.isnan(x):
+        raise ValueError("x must be a real number; got NaN")
     if x <= 0:
         return 1.0
-    return float(max(0.0, 1.0 - _gammainc_lower_reg(dof / 2.0, x / 2.0)))
+    if math.isinf(x):
+        return 0.0
+    return float(min(1.0, max(0.0, _gammainc_reg(dof / 2.0, x / 2.0)[1])))
 
 
 def chi2_isf(level: float, dof: int) -> float:
     """The critical value x with P(χ²(dof) ≥ x) = level (bisection)."""
+    dof = _check_dof(dof)
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1); got {level}")
     lo, hi = 0.0, float(dof) + 10.0
@@ -135,6 +156,8 @@ def chi2_test(observed, expected_probs) -> GofResult:
         n = o.sum()
         if n == 0:
             continue
+        if p.sum() <= 0:
+            raise ValueError("each row of expected_probs needs positive mass")
         p = p / p.sum()
         if (o[p == 0] > 0).any():
             return GofResult(math.inf, max(int((p > 0).sum()) - 1, 1), 0.0)

@@ -45,8 +45,10 @@ class MarkovLM:
         i = as_distribution(self.initial, "initial")
         if i.shape != (t.shape[0],):
             raise ValueError(f"initial must have shape ({t.shape[0]},); got {i.shape}")
-        object.__setattr__(self, "transition", t)
-        object.__setattr__(self, "initial", i)
+        # Rows are accepted within SUM_TOL of 1 but numpy's Generator.choice insists on a
+        # tighter sum, so store them renormalized (a change of at most SUM_TOL per row).
+        object.__setattr__(self, "transition", t / t.sum(axis=-1, keepdims=True))
+        object.__setattr__(self, "initial", i / i.sum())
 
     @property
     def vocab_size(self) -> int:
@@ -224,9 +226,21 @@ def transition_counts(sequences, vocab_size: int, context_last: int | None = Non
     """
     V = as_int(vocab_size, "vocab_size", minimum=1)
     counts = np.zeros((V, V), dtype=np.int64)
+    if context_last is not None:
+        context_last = as_int(context_last, "context_last")
+        if context_last >= V:
+            raise ValueError(f"context_last must be a token in [0, {V}); got {context_last}")
+    if len(sequences) == 0:
+        return counts
     seqs = [sequences] if np.ndim(sequences[0]) == 0 else sequences
     for s in seqs:
-        s = np.asarray(s, dtype=np.int64)
+        s = np.asarray(s)
+        if s.size and not np.issubdtype(s.dtype, np.integer):
+            raise ValueError(f"sequences must hold integer token ids; got dtype {s.dtype}")
+        s = s.astype(np.int64)
+        if ((s < 0) | (s >= V)).any():
+            raise ValueError(f"sequences must hold tokens in [0, {V}); got "
+                             f"{s[(s < 0) | (s >= V)][0]}")
         if context_last is not None and len(s):
             counts[context_last, s[0]] += 1
         np.add.at(counts, (s[:-1], s[1:]), 1)

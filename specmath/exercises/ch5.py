@@ -1,3 +1,69 @@
-"""Exercise answers for chapter 5 (computed, never typed)."""
+"""Exercise answers for chapter 5 (computed, never typed).
 
-from . import register  # noqa: F401
+``PARAMS`` holds each exercise's inputs; the chapter glues them into the exercise text, so
+the text and the checker can never disagree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..speedup import optimal_k, speedup
+from . import register
+
+PARAMS = {
+    "ch5-ex1": {"c": 3.0},
+    "ch5-ex2": {"alpha": 0.85, "c": 20.0},
+    "ch5-ex3": {"alpha": 0.7, "c_slow": 5.0, "c_fast": 20.0},
+    "ch5-ex4": {"c": 10.0, "k_low": 4},
+    "ch5-ex5": {"c": 10.0, "target_speedup": 3.0},
+}
+
+K_MAX = 64
+
+
+def _bisect(f, lo: float, hi: float, iters: int = 80) -> float:
+    """Root of an increasing function f on [lo, hi] by bisection."""
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        if f(mid) < 0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def breakeven_alpha(c: float) -> float:
+    """Smallest α at which some draft length beats plain decoding: S(1) > 1 ⟺ α > 1/c."""
+    return 1.0 / c
+
+
+def best_k_and_speedup(alpha: float, c: float) -> np.ndarray:
+    k = int(optimal_k(alpha, c, k_max=K_MAX))
+    return np.array([k, speedup(alpha, k, c)], dtype=float)
+
+
+def indifference_alpha(c: float, k_low: int) -> float:
+    """The α at which S(k_low) = S(k_low + 1) (above it the longer draft wins)."""
+    return _bisect(lambda a: speedup(a, k_low + 1, c) - speedup(a, k_low, c), 1e-9, 1 - 1e-12)
+
+
+def alpha_for_best_speedup(c: float, target_speedup: float) -> float:
+    """Smallest α whose best-k speedup reaches ``target_speedup`` at this c."""
+    def best(a):
+        return speedup(a, optimal_k(a, c, k_max=K_MAX), c)
+    return _bisect(lambda a: best(a) - target_speedup, 0.0, 1 - 1e-12)
+
+
+register("ch5-ex1", lambda: breakeven_alpha(**PARAMS["ch5-ex1"]),
+         hint="compare S at k = 1 with S at k = 0.")
+register("ch5-ex2", lambda: best_k_and_speedup(**PARAMS["ch5-ex2"]),
+         hint="answer [best k, its speedup]; use specmath.optimal_k with a large k_max.")
+register("ch5-ex3", lambda: np.array([optimal_k(PARAMS["ch5-ex3"]["alpha"], c, k_max=K_MAX)
+                                      for c in (PARAMS["ch5-ex3"]["c_slow"],
+                                                PARAMS["ch5-ex3"]["c_fast"])], dtype=float),
+         hint="answer [best k for the slow draft, best k for the fast draft].")
+register("ch5-ex4", lambda: indifference_alpha(**PARAMS["ch5-ex4"]), rtol=1e-3,
+         hint="S(k+1) − S(k) is increasing in α: bisect.")
+register("ch5-ex5", lambda: alpha_for_best_speedup(**PARAMS["ch5-ex5"]), rtol=1e-3,
+         hint="for each α take the best k, then bisect on α.")

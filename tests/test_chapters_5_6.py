@@ -1,0 +1,272 @@
+"""Chapters 5 and 6: the formulas the chapters derive hold, and their helpers, figures,
+explorers and exercise parameters work.
+
+Statistical tests use a fixed seed and a 4-standard-error band (two-sided false-alarm rate
+about 6e-5 per test if the code is right); each comment states the error it would catch.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import specmath as sm  # noqa: E402
+from specmath.positional import (  # noqa: E402
+    expected_tokens_positional,
+    markov_acceptance_by_position,
+    simulate_tokens_positional,
+    tokens_per_iteration_pmf_positional,
+)
+from specmath.temperature import (  # noqa: E402
+    alpha_at_temperature,
+    perturbed_logits,
+    zipf_logits,
+)
+
+ALPHAS = np.linspace(0.0, 0.99, 100)
+CS = np.logspace(0, 2, 41)
+A, C = np.meshgrid(ALPHAS, CS)
+
+
+# ---- chapter 5 -------------------------------------------------------------------------
+
+def test_speedup_equals_leviathan_theorem_3_8_with_their_cost_coefficient_one_over_c():
+    for k in range(0, 12):
+        ours = sm.speedup(A, k, C)
+        theirs = sm.leviathan_walltime_improvement(A, k, 1.0 / C)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_one_drafted_token_beats_plain_decoding_exactly_when_alpha_exceeds_one_over_c():
+    # exclude the boundary α = 1/c itself, where S(1) = 1 up to rounding
+    off = np.abs(A - 1.0 / C) > 1e-9
+    s1 = sm.speedup(A, 1, C)
+    assert np.array_equal((s1 > 1)[off], (A > 1.0 / C)[off])
+    np.testing.assert_allclose(s1, (1 + A) / (1 + 1 / C), rtol=1e-12)
+
+
+def test_some_k_helps_iff_alpha_above_one_over_c_and_by_at_least_corollary_3_9():
+    kbest = sm.optimal_k(A, C, k_max=64)
+    off = np.abs(A - 1.0 / C) > 1e-9
+    assert np.array_equal((kbest > 0)[off], (A > 1.0 / C)[off])
+    best = sm.speedup(A, kbest, C)
+    bound = (1 + A) / (1 + 1 / C)
+    helps = A > 1.0 / C
+    assert (best[helps] >= bound[helps] - 1e-12).all()
+
+
+def test_integer_best_k_is_the_floor_or_ceiling_of_the_continuous_optimum():
+    a, c = A[:, 1:-1], C[:, 1:-1]  # α in (0, 1)
+    kc = sm.optimal_k_continuous(a, c)
+    kb = sm.optimal_k(a, c, k_max=200)
+    ok = (kb == np.floor(kc)) | (kb == np.ceil(kc)) | ((kc == 0) & (kb <= 1))
+    assert ok.all()
+
+
+def test_continuous_optimum_matches_the_lambert_w_closed_form():
+    from scipy.special import lambertw
+
+    a, c = A[1:, 1:-1], C[1:, 1:-1]  # c > 1: at c = 1 the argument is −1/e, the branch point
+    L = -np.log(a)
+    y = -lambertw(-np.exp(-1.0 - L * (c - 1.0)), k=-1).real
+    closed = np.maximum((y - 1.0) / L - c, 0.0)
+    np.testing.assert_allclose(sm.optimal_k_continuous(a, c), closed, rtol=1e-6, atol=1e-6)
+
+
+def test_leviathan_table_1_is_reproduced_to_the_published_two_decimals():
+    published = {(0.6, 2): 1.96, (0.7, 3): 2.53, (0.8, 2): 2.44, (0.8, 5): 3.69,
+                 (0.9, 2): 2.71, (0.9, 10): 6.86}
+    for (a, g), v in published.items():
+        assert round(sm.speedup(a, g, np.inf), 2) == v
+
+
+def test_errata_numbers_for_the_source_scenarios():
+    assert round(sm.expected_tokens(0.7, 5), 2) == 2.94
+    assert round(sm.expected_tokens(0.8, 5), 2) == 3.69
+    assert round(sm.speedup(0.7, 5, 10), 2) == 1.96
+    assert round(sm.speedup(0.8, 5, 10), 2) == 2.46
+    assert round(sm.speedup(0.75, 5, 10), 2) == 2.19
+    assert round(sm.speedup(0.9, 5, 2.5), 2) == 1.56
+    assert sm.optimal_k(0.9, 2.5) == 4
+
+
+# ---- chapter 6: temperature ------------------------------------------------------------
+
+def test_alpha_at_temperature_matches_softmax_by_hand():
+    rng = np.random.default_rng(0)
+    zp, zq = rng.normal(size=(2, 7))
+    for t in (0.3, 1.0, 4.0):
+        want = np.minimum(sm.softmax(zp, t), sm.softmax(zq, t)).sum()
+        assert alpha_at_temperature(zp, zq, t) == pytest.approx(want, rel=1e-12)
+
+
+def test_greedy_limit_of_alpha_is_top1_agreement_not_one():
+    rng = np.random.default_rng(1)
+    zp = rng.normal(size=(300, 20))
+    zq = zp + rng.normal(scale=1.0, size=zp.shape)
+    agree = sm.top1_agreement(sm.softmax(zp), sm.softmax(zq))
+    np.testing.assert_array_equal(alpha_at_temperature(zp, zq, 0.0), agree)
+    # a small positive temperature is already close (argmax gaps are > 1e-3 here)
+    np.testing.assert_allclose(alpha_at_temperature(zp, zq, 1e-4), agree, atol=1e-4)
+    assert 0 < agree.mean() < 1
+    # and the example of the chapter: top tokens differ, so α → 0
+    assert alpha_at_temperature([3.0, 2.0, 0.0], [2.0, 3.0, 0.0], 0.0) == 0.0
+
+
+def test_alpha_tends_to_one_at_high_temperature_for_finite_logits():
+    rng = np.random.default_rng(2)
+    zp, zq = rng.normal(size=(2, 50))
+    assert alpha_at_temperature(zp, zq, 1e4) > 0.999
+
+
+def test_alpha_at_temperature_broadcasts_over_temperatures_and_contexts():
+    z = np.zeros((3, 5))
+    out = alpha_at_temperature(z, z, np.array([0.5, 1.0]))
+    assert out.shape == (2, 3)
+    np.testing.assert_allclose(out, 1.0)
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"temperature": -1.0}, "temperature"),
+    ({"temperature": np.nan}, "temperature"),
+    ({"temperature": 1.0, "draft_temperature": np.inf}, "draft_temperature"),
+])
+def test_alpha_at_temperature_rejects_bad_temperatures(kw, match):
+    with pytest.raises(ValueError, match=match):
+        alpha_at_temperature([0.0, 1.0], [1.0, 0.0], **kw)
+
+
+def test_alpha_at_temperature_rejects_mismatched_or_nonfinite_logits():
+    with pytest.raises(ValueError, match="same shape"):
+        alpha_at_temperature([0.0, 1.0], [0.0, 1.0, 2.0], 1.0)
+    with pytest.raises(ValueError, match="target_logits"):
+        alpha_at_temperature([np.nan, 1.0], [0.0, 1.0], 1.0)
+
+
+def test_zipf_logits_give_a_zipf_law_and_lower_entropy_for_larger_exponents():
+    p = sm.softmax(zipf_logits(100, 1.0))
+    r = np.arange(1, 101)
+    np.testing.assert_allclose(p, (1 / r) / (1 / r).sum(), rtol=1e-12)
+    hs = [sm.entropy(sm.softmax(zipf_logits(100, s))) for s in (0.0, 0.5, 1.0, 2.0)]
+    assert hs[0] == pytest.approx(np.log2(100))
+    assert all(a > b for a, b in zip(hs, hs[1:], strict=False))
+    with pytest.raises(ValueError, match="exponent"):
+        zipf_logits(10, -1.0)
+    with pytest.raises(ValueError, match="vocab_size"):
+        zipf_logits(0)
+
+
+def test_perturbed_logits_zero_noise_is_a_perfect_draft_and_bad_noise_is_rejected():
+    z = zipf_logits(20)
+    np.testing.assert_array_equal(perturbed_logits(z, 0.0, np.random.default_rng(0)), z)
+    with pytest.raises(ValueError, match="noise"):
+        perturbed_logits(z, -0.1, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="rng"):
+        perturbed_logits(z, 0.1, 42)
+
+
+# ---- chapter 6: per-position acceptance ------------------------------------------------
+
+@pytest.mark.parametrize("a", [0.0, 0.3, 0.8, 1.0])
+@pytest.mark.parametrize("k", [0, 1, 5])
+def test_positional_formula_with_constant_alpha_is_chapter_4s_formula(a, k):
+    assert expected_tokens_positional(np.full(k, a)) == pytest.approx(sm.expected_tokens(a, k))
+    np.testing.assert_allclose(tokens_per_iteration_pmf_positional(np.full(k, a)),
+                               sm.tokens_per_iteration_pmf(a, k), atol=1e-15)
+
+
+def test_positional_pmf_sums_to_one_and_its_mean_is_the_positional_expectation():
+    a = np.array([0.95, 0.8, 0.6, 0.3, 0.9])
+    pmf = tokens_per_iteration_pmf_positional(a)
+    assert pmf.sum() == pytest.approx(1.0)
+    assert (pmf * np.arange(1, 7)).sum() == pytest.approx(expected_tokens_positional(a))
+
+
+def test_positional_monte_carlo_agrees_with_exact_formula():
+    # 200 000 draws of N ∈ {1..6}: standard error ≈ 0.003 tokens, so the 4-SE band
+    # (false-alarm ≈ 6e-5) catches any bias ≥ 0.02 tokens (e.g. an off-by-one position).
+    a = np.array([0.95, 0.85, 0.7, 0.55, 0.4])
+    n = simulate_tokens_positional(a, 200_000, np.random.default_rng(3))
+    se = n.std() / np.sqrt(n.size)
+    assert abs(n.mean() - expected_tokens_positional(a)) < 4 * se
+
+
+def test_markov_toy_exact_positional_rates_agree_with_speculative_decoding():
+    # 6 000 one-iteration decodes: SE ≈ 0.02 tokens; 4-SE band (false alarm ≈ 6e-5) catches
+    # the i.i.d. formula's error for this pair (checked to exceed 6 SE below).
+    target, draft = sm.toy.toy_pair(6, 0.6, seed=1)
+    k, ctx = 4, 0
+    a = markov_acceptance_by_position(target.transition, draft.transition, ctx, k)
+    exact = expected_tokens_positional(a)
+    rng = np.random.default_rng(4)
+    ns = np.array([sm.toy.speculative_decode(target, draft, 1, k, rng, context=[ctx])
+                   .tokens_per_iteration[0] for _ in range(6000)])
+    se = ns.std() / np.sqrt(ns.size)
+    assert abs(ns.mean() - exact) < 4 * se
+    # the first-position α is exact for position 1 only
+    assert a[0] == pytest.approx(sm.acceptance_probability(target.transition[ctx],
+                                                            draft.transition[ctx]))
+
+
+def test_random_alpha_per_context_gives_more_tokens_than_the_mean_alpha_jensen():
+    a = np.random.default_rng(5).beta(2, 1, size=1000)
+    for k in (2, 5, 10):
+        assert np.mean(sm.expected_tokens(a, k)) > sm.expected_tokens(a.mean(), k)
+
+
+def test_positional_helpers_reject_bad_input():
+    with pytest.raises(ValueError, match="alphas"):
+        expected_tokens_positional(0.5)
+    with pytest.raises(ValueError, match="alphas"):
+        expected_tokens_positional([0.5, 1.2])
+    with pytest.raises(ValueError, match="one-dimensional"):
+        simulate_tokens_positional(np.full((2, 2), 0.5), 10, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="context_token"):
+        markov_acceptance_by_position(np.eye(3), np.eye(3), 5, 2)
+
+
+# ---- figures, explorers, exercises -----------------------------------------------------
+
+def test_chapter_5_figures_and_explorer_draw():
+    from specmath.plots.speedup import best_k_heatmap, scenario_curves, speedup_heatmap
+    from specmath.widgets.speedup import speedup_explorer, speedup_figure
+
+    fig, S = speedup_heatmap(np.linspace(0, 0.9, 10), np.logspace(0, 2, 8))
+    assert S.shape == (8, 10) and (S >= 1 - 1e-12).all()
+    fig2, K = best_k_heatmap(np.linspace(0, 0.9, 10), np.logspace(0, 2, 8))
+    assert K.dtype.kind == "i"
+    scenario_curves([("a", 0.5, 5.0), ("b", 0.9, 2.5)])
+    speedup_figure(0.8, 5, 10.0)
+    assert speedup_explorer(show_controls=False) is None
+    plt.close("all")
+
+
+def test_chapter_6_figures_and_explorer_draw():
+    from specmath.plots.temperature import alpha_entropy_plot, positional_plot
+    from specmath.widgets.temperature import (
+        default_logits,
+        temperature_explorer,
+        temperature_figure,
+    )
+
+    alpha_entropy_plot({"a": [1, 2]}, {"a": [0.5, 0.6]})
+    positional_plot({"x": [0.9, 0.8], "y": [0.85, 0.85]})
+    zp, zq = default_logits()
+    temperature_figure(zp, zq, 0.0)
+    assert temperature_explorer(zp, zq, show_controls=False) is None
+    plt.close("all")
+
+
+def test_exercise_parameters_feed_the_checkers():
+    from specmath.exercises import ch5, ch6, check
+
+    assert set(ch5.PARAMS) <= set(check.__globals__["_REGISTRY"])
+    assert set(ch6.PARAMS) <= set(check.__globals__["_REGISTRY"])
+    assert check("ch5-ex1", 1.0 / ch5.PARAMS["ch5-ex1"]["c"], quiet=True)
+    s4 = sm.speedup(ch5.indifference_alpha(10.0, 4), 4, 10.0)
+    assert s4 == pytest.approx(sm.speedup(ch5.indifference_alpha(10.0, 4), 5, 10.0))

@@ -1,3 +1,64 @@
-"""Exercise answers for chapter 1 (computed, never typed)."""
+"""Exercise answers for chapter 1, why speculation can be fast (computed, never typed).
 
-from . import register  # noqa: F401
+``DATA`` holds the inputs the exercises state (illustrative model sizes); the notebook
+shows them from here.
+"""
+
+import math
+
+from . import register
+
+#: Inputs of chapter 1's exercises. Model sizes are illustrative (Llama-2-like).
+DATA = {
+    "target_params": 70e9,
+    "draft_params": 7e9,
+    "bf16": 2.0,
+    "int4": 0.5,
+    "alpha": 0.8,
+    "k": 5,
+    # a 70B-class model with grouped-query attention: 80 layers, 8 KV heads of dim 128
+    "layers": 80,
+    "kv_heads": 8,
+    "head_dim": 128,
+    "context": 32768,
+}
+
+
+def _ex1():
+    from ..costmodel import H200_SXM, ridge_point
+    return ridge_point(H200_SXM, DATA["bf16"])
+
+
+def _ex2():
+    from ..costmodel import H100_SXM, forward_time
+    t = forward_time(1, DATA["target_params"], H100_SXM, DATA["bf16"])
+    return [1e3 * t, 1.0 / t]
+
+
+def _ex3():
+    from ..costmodel import H100_SXM, ridge_point
+    return math.floor(ridge_point(H100_SXM, DATA["int4"])) - 1
+
+
+def _ex4():
+    from ..costmodel import H100_SXM, modelled_speedup, speed_ratio
+    c = speed_ratio(DATA["target_params"], DATA["draft_params"], H100_SXM, DATA["bf16"])
+    s = modelled_speedup(DATA["alpha"], DATA["k"], DATA["target_params"], DATA["draft_params"],
+                         H100_SXM, DATA["bf16"])
+    return [c, s]
+
+
+def _ex5():
+    from ..costmodel import H100_SXM, forward_time, kv_cache_bytes
+    kv = kv_cache_bytes(DATA["context"], DATA["layers"], DATA["kv_heads"], DATA["head_dim"])
+    ratio = (forward_time(1, DATA["target_params"], H100_SXM, DATA["bf16"], kv)
+             / forward_time(1, DATA["target_params"], H100_SXM, DATA["bf16"]))
+    return [kv / 1e9, ratio]
+
+
+register("ch1-ex1", _ex1, hint="n* = peak × bytes per parameter ÷ (2 × bandwidth).")
+register("ch1-ex2", _ex2, hint="At n = 1 the pass is memory-bound: bytes ÷ bandwidth.")
+register("ch1-ex3", _ex3, atol=0.5, hint="k + 1 tokens must not exceed the ridge point.")
+register("ch1-ex4", _ex4, hint="Both models are memory-bound, so c is a ratio of bytes.")
+register("ch1-ex5", _ex5, hint="Keys and values: 2 × layers × kv_heads × head_dim × context "
+         "× 2 bytes.")

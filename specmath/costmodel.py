@@ -1,0 +1,276 @@
+"""A roofline-style cost model of one forward pass, and the course's cost conventions.
+
+Chapter 1 (why speculation can be fast). At small batch, one forward pass of a decoder
+that scores ``n`` new tokens must read every weight from memory once and do about two
+floating-point operations per weight per token, so it takes about
+
+    T(n) ≈ max(bytes_moved / bandwidth, flops / peak),
+    bytes_moved ≈ parameters × bytes per parameter (+ KV cache),  flops ≈ 2 × parameters × n
+
+(Williams, Waterman & Patterson 2009, the *roofline* model). While ``n`` is below the
+*ridge point* n* = peak × bytes per parameter / (2 × bandwidth) the memory term wins and
+T(n) = T(1): scoring k + 1 tokens costs one step. The hardware numbers below are
+**illustrative**: published datasheet peaks, which real kernels reach only a fraction of.
+
+Conventions: c = target time per token ÷ draft time per token (how many times faster the
+draft is). Leviathan et al. (2023) write c for the inverse, draft time ÷ target time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._validate import as_count, as_positive, as_probability, scalar_or_array
+
+__all__ = [
+    "Hardware",
+    "A100_SXM",
+    "H100_SXM",
+    "H200_SXM",
+    "ILLUSTRATIVE_GPUS",
+    "bytes_moved",
+    "forward_flops",
+    "memory_time",
+    "compute_time",
+    "forward_time",
+    "arithmetic_intensity",
+    "ridge_point",
+    "verify_cost",
+    "speed_ratio",
+    "iteration_time",
+    "modelled_speedup",
+    "kv_cache_bytes",
+    "c_from_leviathan",
+    "leviathan_c_from_c",
+    "c_from_times",
+]
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """An accelerator as the roofline model sees it: memory bandwidth and peak compute.
+
+    Attributes
+    ----------
+    name : str
+        Label for figures (say "illustrative" when the numbers are datasheet peaks).
+    bandwidth : float
+        Bytes per second the weights can be streamed from memory (> 0).
+    peak_flops : float
+        Floating-point operations per second at the weights' precision (> 0).
+    source : str
+        Where the numbers come from.
+    """
+
+    name: str
+    bandwidth: float
+    peak_flops: float
+    source: str = ""
+
+    def __post_init__(self):
+        as_positive(self.bandwidth, "bandwidth", allow_inf=False)
+        as_positive(self.peak_flops, "peak_flops", allow_inf=False)
+
+
+#: Illustrative: NVIDIA A100 SXM 80 GB datasheet, HBM2e 2.039 TB/s, dense BF16 312 TFLOP/s.
+A100_SXM = Hardware("A100 SXM (illustrative)", 2.039e12, 312e12,
+                    "NVIDIA A100 datasheet: 2,039 GB/s HBM2e; 312 TFLOP/s dense BF16")
+#: Illustrative: NVIDIA H100 SXM datasheet, HBM3 3.35 TB/s, dense BF16 989 TFLOP/s.
+H100_SXM = Hardware("H100 SXM (illustrative)", 3.35e12, 989e12,
+                    "NVIDIA H100 datasheet: 3.35 TB/s HBM3; 989 TFLOP/s dense BF16 "
+                    "(1,979 with sparsity)")
+#: Illustrative: NVIDIA H200 SXM datasheet, HBM3e 4.8 TB/s, dense BF16 989 TFLOP/s.
+H200_SXM = Hardware("H200 SXM (illustrative)", 4.8e12, 989e12,
+                    "NVIDIA H200 datasheet: 4.8 TB/s HBM3e; 989 TFLOP/s dense BF16 "
+                    "(1,979 with sparsity)")
+ILLUSTRATIVE_GPUS = (A100_SXM, H100_SXM, H200_SXM)
+
+
+def _hardware(hardware) -> Hardware:
+    if not isinstance(hardware, Hardware):
+        raise ValueError(f"hardware must be a specmath.costmodel.Hardware (e.g. H100_SXM); got "
+                         f"{type(hardware).__name__}")
+    return hardware
+
+
+def _tokens(n_tokens) -> np.ndarray:
+    n = as_count(n_tokens, "n_tokens", minimum=1)
+    return n.astype(float)
+
+
+def bytes_moved(n_params, bytes_per_param: float = 2.0, kv_bytes=0.0):
+    """Bytes read from memory by one forward pass: parameters × bytes per parameter + KV cache.
+
+    Chapter 1, eq. ch1-bytes. Activations are neglected (tiny at small batch).
+    """
+    P = as_positive(n_params, "n_params", allow_inf=False)
+    b = as_positive(bytes_per_param, "bytes_per_param", allow_inf=False)
+    kv = np.asarray(kv_bytes, dtype=float)
+    if np.isnan(kv).any() or (kv < 0).any() or np.isinf(kv).any():
+        raise ValueError(f"kv_bytes must be a finite number ≥ 0; got {kv_bytes!r}")
+    return scalar_or_array(P * b + kv)
+
+
+def forward_flops(n_params, n_tokens):
+    """Floating-point operations of one forward pass over n tokens: 2 × parameters × n.
+
+    Chapter 1, eq. ch1-flops (one multiply and one add per weight per token; attention over
+    the context is neglected).
+    """
+    P = as_positive(n_params, "n_params", allow_inf=False)
+    return scalar_or_array(2.0 * P * _tokens(n_tokens))
+
+
+def memory_time(n_params, hardware: Hardware = H100_SXM, bytes_per_param: float = 2.0,
+                kv_bytes=0.0):
+    """Seconds to stream the weights (and KV cache) once: bytes_moved / bandwidth."""
+    hw = _hardware(hardware)
+    return scalar_or_array(np.asarray(bytes_moved(n_params, bytes_per_param, kv_bytes))
+                           / hw.bandwidth)
+
+
+def compute_time(n_tokens, n_params, hardware: Hardware = H100_SXM):
+    """Seconds of arithmetic at peak: 2 × parameters × n / peak_flops."""
+    hw = _hardware(hardware)
+    return scalar_or_array(np.asarray(forward_flops(n_params, n_tokens)) / hw.peak_flops)
+
+
+def forward_time(n_tokens, n_params, hardware: Hardware = H100_SXM,
+                 bytes_per_param: float = 2.0, kv_bytes=0.0):
+    """Roofline time of one forward pass scoring ``n_tokens`` tokens (ch. 1, eq. ch1-roofline).
+
+    T(n) = max(bytes_moved / bandwidth, 2 × parameters × n / peak_flops).
+
+    Parameters
+    ----------
+    n_tokens : int or array of int ≥ 1
+        Tokens scored in the pass (k + 1 when verifying k drafted tokens).
+    n_params : float > 0
+        Number of model parameters.
+    hardware : Hardware
+        Bandwidth and peak (illustrative datasheet numbers by default).
+    bytes_per_param : float > 0
+        2 for bf16/fp16 weights, 1 for int8, 0.5 for 4-bit.
+    kv_bytes : float ≥ 0
+        Bytes of KV cache read in the pass (see :func:`kv_cache_bytes`).
+    """
+    mem = np.asarray(memory_time(n_params, hardware, bytes_per_param, kv_bytes))
+    comp = np.asarray(compute_time(n_tokens, n_params, hardware))
+    return scalar_or_array(np.maximum(mem, comp))
+
+
+def arithmetic_intensity(n_tokens, bytes_per_param: float = 2.0):
+    """FLOPs per byte of weights read when scoring n tokens: 2n / bytes_per_param (ch. 1).
+
+    The parameter count cancels; the KV cache is neglected.
+    """
+    b = as_positive(bytes_per_param, "bytes_per_param", allow_inf=False)
+    return scalar_or_array(2.0 * _tokens(n_tokens) / b)
+
+
+def ridge_point(hardware: Hardware = H100_SXM, bytes_per_param: float = 2.0) -> float:
+    """Tokens per pass at which compute catches up with memory (ch. 1, eq. ch1-ridge).
+
+    n* = peak_flops × bytes_per_param / (2 × bandwidth): below it T(n) = T(1) (no KV cache).
+    A real number; the largest free batch of tokens is floor(n*).
+    """
+    hw = _hardware(hardware)
+    b = float(as_positive(bytes_per_param, "bytes_per_param", allow_inf=False))
+    return hw.peak_flops * b / (2.0 * hw.bandwidth)
+
+
+def verify_cost(k, n_params, hardware: Hardware = H100_SXM, bytes_per_param: float = 2.0,
+                kv_bytes=0.0):
+    """Cost of scoring k + 1 tokens in one pass, in units of one ordinary step: T(k+1)/T(1).
+
+    Equal to 1 while k + 1 ≤ n* (the one-step-cost assumption of chapter 1).
+    """
+    kk = as_count(k, "k")
+    t1 = np.asarray(forward_time(1, n_params, hardware, bytes_per_param, kv_bytes))
+    tk = np.asarray(forward_time(kk + 1, n_params, hardware, bytes_per_param, kv_bytes))
+    return scalar_or_array(tk / t1)
+
+
+def speed_ratio(target_params, draft_params, hardware: Hardware = H100_SXM,
+                bytes_per_param: float = 2.0, draft_bytes_per_param: float | None = None):
+    """c = target time per token ÷ draft time per token under the cost model (ch. 1).
+
+    With both models memory-bound and stored alike this is the parameter ratio.
+    """
+    db = bytes_per_param if draft_bytes_per_param is None else draft_bytes_per_param
+    tt = np.asarray(forward_time(1, target_params, hardware, bytes_per_param))
+    td = np.asarray(forward_time(1, draft_params, hardware, db))
+    return scalar_or_array(tt / td)
+
+
+def iteration_time(k, target_params, draft_params, hardware: Hardware = H100_SXM,
+                   bytes_per_param: float = 2.0, kv_bytes=0.0):
+    """Seconds of one draft-then-verify iteration: k draft steps plus one target pass of k+1.
+
+    k · T_draft(1) + T_target(k + 1) (ch. 1, eq. ch1-iteration). KV cache on the target only.
+    """
+    kk = as_count(k, "k")
+    td = np.asarray(forward_time(1, draft_params, hardware, bytes_per_param))
+    tt = np.asarray(forward_time(kk + 1, target_params, hardware, bytes_per_param, kv_bytes))
+    return scalar_or_array(kk * td + tt)
+
+
+def modelled_speedup(alpha, k, target_params, draft_params, hardware: Hardware = H100_SXM,
+                     bytes_per_param: float = 2.0, kv_bytes=0.0):
+    """Speedup over plain decoding predicted by the cost model (ch. 1; ch. 5 for the algebra).
+
+    E[N] · T_target(1) / (k · T_draft(1) + T_target(k + 1)) with E[N] = (1 − α^(k+1))/(1 − α).
+    When T_target(k+1) = T_target(1) this is E[N] / (1 + k/c), the formula of chapter 5.
+    """
+    from .speedup import expected_tokens
+
+    a = as_probability(alpha, "alpha")
+    kk = as_count(k, "k")
+    en = np.asarray(expected_tokens(a, kk))
+    t1 = np.asarray(forward_time(1, target_params, hardware, bytes_per_param, kv_bytes))
+    it = np.asarray(iteration_time(kk, target_params, draft_params, hardware, bytes_per_param,
+                                   kv_bytes))
+    return scalar_or_array(en * t1 / it)
+
+
+def kv_cache_bytes(context, layers: int, kv_heads: int, head_dim: int,
+                   bytes_per_value: float = 2.0, batch: int = 1):
+    """Bytes of keys and values cached for ``context`` tokens: 2 × layers × kv_heads × head_dim × context.
+
+    Times bytes per value and batch size. The factor 2 counts keys and values.
+    """
+    ctx = as_count(context, "context")
+    L = as_count(layers, "layers", minimum=1)
+    h = as_count(kv_heads, "kv_heads", minimum=1)
+    d = as_count(head_dim, "head_dim", minimum=1)
+    b = as_positive(bytes_per_value, "bytes_per_value", allow_inf=False)
+    bs = as_count(batch, "batch", minimum=1)
+    return scalar_or_array(2.0 * L * h * d * ctx.astype(float) * b * bs)
+
+
+def c_from_leviathan(c_leviathan):
+    """Our c from Leviathan et al.'s cost coefficient (draft time ÷ target time): 1 / c_L.
+
+    Leviathan et al.'s c = 0 (a free draft) is our c = inf.
+    """
+    cl = np.asarray(c_leviathan, dtype=float)
+    if np.isnan(cl).any() or (cl < 0).any() or np.isinf(cl).any():
+        raise ValueError(f"c_leviathan must be a finite number ≥ 0 (draft time ÷ target "
+                         f"time); got {c_leviathan!r}")
+    with np.errstate(divide="ignore"):
+        return scalar_or_array(np.where(cl > 0, 1.0 / np.where(cl > 0, cl, 1.0), np.inf))
+
+
+def leviathan_c_from_c(c):
+    """Leviathan et al.'s cost coefficient from our c: 1 / c (our c = inf gives 0)."""
+    cc = as_positive(c, "c")
+    return scalar_or_array(1.0 / cc)
+
+
+def c_from_times(target_time, draft_time):
+    """Our c from measured times per token: target_time / draft_time."""
+    t = as_positive(target_time, "target_time", allow_inf=False)
+    d = as_positive(draft_time, "draft_time", allow_inf=False)
+    return scalar_or_array(t / d)

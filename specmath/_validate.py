@@ -119,6 +119,6 @@ def as_int(x, name: str, *, minimum: int = 0) -> int:
 def scalar_or_array(a: np.ndarray):
     """Return a Python float/int for 0-d results, the array otherwise."""
     if np.ndim(a) == 0:
-        v = a.item() if isinstance(a, np.ndarray) else a
-        return v
+        # 0-d arrays *and* numpy scalars (np.int64 is not an int) become Python numbers
+        return a.item() if isinstance(a, np.ndarray | np.generic) else a
     return a

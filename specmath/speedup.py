@@ -34,7 +34,9 @@ def _expected_tokens(a: np.ndarray, k: np.ndarray) -> np.ndarray:
         num = -np.expm1((k + 1) * np.log(a))
         den = 1.0 - a
         out = np.where(a < 1.0, num / np.where(a < 1.0, den, 1.0), k + 1.0)
-    return out
+    # rounding can leave the quotient an ulp outside [1, k+1] (α = 0.75, k = 0 gave
+    # 0.9999999999999999); E[N] lies in that interval exactly, so clip to it.
+    return np.clip(out, 1.0, k + 1.0)
 
 
 def expected_tokens(alpha, k):

@@ -1,3 +1,53 @@
 """Exercise answers for chapter 4 (computed, never typed)."""
 
-from . import register  # noqa: F401
+import numpy as np
+
+from ..speedup import (
+    alpha_from_acceptance_rate,
+    expected_tokens,
+    tokens_per_iteration_pmf,
+)
+from . import register
+
+#: Parameters the chapter's exercises use (the notebook reads them from here too).
+EX1_ALPHAS = (0.7, 0.8)
+EX1_K = 5
+EX2_ALPHA, EX2_K = 0.8, 5
+EX3_RATE, EX3_K = 0.6, 4
+EX4_ALPHA, EX4_FRACTION = 0.9, 0.95
+EX5_ALPHA, EX5_K = 0.6, 3
+
+
+def _ex1():
+    return np.array([expected_tokens(a, EX1_K) for a in EX1_ALPHAS])
+
+
+def _ex2():
+    # Var(N) = E[N²] − E[N]², from the pmf.
+    pmf = tokens_per_iteration_pmf(EX2_ALPHA, EX2_K)
+    n = np.arange(1, EX2_K + 2)
+    return float(pmf @ n**2 - (pmf @ n) ** 2)
+
+
+def _ex3():
+    a = alpha_from_acceptance_rate(EX3_RATE, EX3_K)
+    return np.array([a, expected_tokens(a, EX3_K)])
+
+
+def _ex4():
+    limit = 1.0 / (1.0 - EX4_ALPHA)
+    k = 0
+    while expected_tokens(EX4_ALPHA, k) < EX4_FRACTION * limit:
+        k += 1
+    return k
+
+
+def _ex5():
+    return float(tokens_per_iteration_pmf(EX5_ALPHA, EX5_K)[-1])
+
+
+register("ch4-ex1", _ex1, hint="E[N] = (1 − α^(k+1)) / (1 − α); give both values as a pair.")
+register("ch4-ex2", _ex2, hint="E[N²] = Σ (2n − 1) P(N ≥ n), or use the pmf directly.")
+register("ch4-ex3", _ex3, hint="Invert rate = (E[N] − 1)/k for α, then compute E[N].")
+register("ch4-ex4", _ex4, rtol=0.0, atol=0.0, hint="Find the smallest k with α^(k+1) ≤ 1 − fraction.")
+register("ch4-ex5", _ex5, hint="All k drafts are accepted with probability α^k.")

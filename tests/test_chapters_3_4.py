@@ -1,0 +1,272 @@
+"""Chapters 3 and 4: the formulas they derive, the helpers they add to specmath
+(``specmath.tv``, ``specmath.markov_tokens``), their figures, explorers and exercise answers."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import specmath as sm  # noqa: E402
+from specmath.exercises import _REGISTRY, check, exercise_keys  # noqa: E402
+from specmath.markov_tokens import expected_tokens_markov, iteration_chain  # noqa: E402
+from specmath.tv import (  # noqa: E402
+    MAX_ENUM_VOCAB,
+    all_events,
+    best_guess_accuracy,
+    bump_logits,
+    event_gaps,
+    guess_accuracies,
+    max_event_gap,
+    overlap_pair,
+)
+
+
+def _pair(seed: int, V: int, conc: float = 0.7):
+    r = np.random.default_rng(seed)
+    return r.dirichlet(np.full(V, conc)), r.dirichlet(np.full(V, conc))
+
+
+# ---- chapter 3: α, TV and what TV means ----------------------------------------------
+
+@given(st.integers(0, 10_000), st.integers(1, 10), st.sampled_from([0.05, 0.5, 5.0]))
+def test_max_event_gap_equals_tv_and_is_attained_at_p_greater_than_q(seed, V, conc):
+    p, q = _pair(seed, V, conc)
+    gap, event = max_event_gap(p, q)
+    tv = sm.tv_distance(p, q)
+    assert gap == pytest.approx(tv, abs=1e-12)
+    # {p > q} attains it (argmax may pick another event only on exact ties)
+    assert sum(p[p > q]) - sum(q[p > q]) == pytest.approx(tv, abs=1e-12)
+    _, gaps = event_gaps(p, q)
+    assert gaps.min() == pytest.approx(-tv, abs=1e-12)
+
+
+@given(st.integers(0, 10_000), st.integers(1, 10))
+def test_best_guess_accuracy_is_one_plus_tv_over_two_and_beats_every_rule(seed, V):
+    p, q = _pair(seed, V)
+    best = best_guess_accuracy(p, q)
+    _, acc = guess_accuracies(p, q)
+    assert best == pytest.approx((1 + sm.tv_distance(p, q)) / 2, abs=1e-12)
+    assert acc.max() == pytest.approx(best, abs=1e-12)
+    assert (acc <= best + 1e-12).all()
+
+
+@given(st.integers(0, 10_000), st.integers(1, 60), st.floats(0.0, 1.0))
+def test_alpha_is_linear_in_the_mixing_weight(seed, V, w):
+    p, q = _pair(seed, V)
+    a0 = sm.acceptance_probability(p, q)
+    assert sm.acceptance_probability(p, sm.mix(p, q, w)) == pytest.approx(w + (1 - w) * a0,
+                                                                          abs=1e-12)
+    assert sm.tv_distance(p, sm.mix(p, q, w)) == pytest.approx((1 - w) * (1 - a0), abs=1e-12)
+
+
+def test_geometric_mixing_is_not_linear_in_alpha():
+    p, q = overlap_pair(1.0)
+    ws = np.linspace(0, 1, 21)
+    a0 = sm.acceptance_probability(p, q)
+    geo = [sm.acceptance_probability(p, sm.softmax((1 - w) * np.log(q) + w * np.log(p)))
+           for w in ws]
+    assert np.max(np.abs(np.array(geo) - (ws + (1 - ws) * a0))) > 1e-3
+
+
+def test_acceptance_probability_matches_monte_carlo_of_the_rule(rng):
+    # G-test at level 1e-3: false-alarm rate 0.1% over seeds (fixed seed here, so
+    # deterministic). With n = 200 000 draws an error of 0.005 in α is about 6 standard
+    # errors, detected with power > 0.99.
+    p, q = overlap_pair(2.0, 1.5, 0.0)
+    n = 200_000
+    x = rng.choice(p.size, size=n, p=q)
+    acc = int((rng.random(n) * q[x] < p[x]).sum())
+    a = sm.acceptance_probability(p, q)
+    assert sm.stats.g_test([acc, n - acc], [a, 1 - a]).pvalue > 1e-3
+    assert sm.stats.g_test([acc, n - acc], [a - 0.005, 1 - a + 0.005]).pvalue < 1e-3
+
+
+def test_all_events_lists_every_subset_once():
+    ev = all_events(5)
+    assert ev.shape == (32, 5)
+    assert len({tuple(r) for r in ev}) == 32
+    assert not ev[0].any() and ev[-1].all()
+
+
+def test_bad_inputs_are_value_errors_naming_the_argument():
+    with pytest.raises(ValueError, match="vocab_size"):
+        all_events(MAX_ENUM_VOCAB + 1)
+    with pytest.raises(ValueError, match="same shape"):
+        event_gaps([0.5, 0.5], [1.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="1-D"):
+        event_gaps(np.full((2, 2), 0.5), np.full((2, 2), 0.5))
+    with pytest.raises(ValueError, match="temperature"):
+        overlap_pair(1.0, 0.0)
+    with pytest.raises(ValueError, match="weight"):
+        overlap_pair(1.0, 1.0, 1.5)
+    with pytest.raises(ValueError, match="shift"):
+        overlap_pair(np.nan)
+    with pytest.raises(ValueError, match="width"):
+        bump_logits(5, [1.0], [1.0], 0.0)
+    with pytest.raises(ValueError, match="heights"):
+        bump_logits(5, [1.0], [-1.0], 1.0)
+
+
+def test_overlap_pair_is_the_target_at_zero_shift_and_unit_temperature():
+    p, q = overlap_pair(0.0, 1.0, 0.0)
+    assert np.allclose(p, q)
+    p, q = overlap_pair(3.0, 0.7, 1.0)
+    assert np.allclose(p, q)
+
+
+# ---- chapter 4: N, E[N], metrics ------------------------------------------------------
+
+def test_pmf_tail_and_mean_agree_in_exact_arithmetic():
+    for a in (Fraction(0), Fraction(1, 7), Fraction(4, 5), Fraction(1)):
+        for k in range(0, 9):
+            pmf = [a ** (n - 1) * (1 - a) for n in range(1, k + 1)] + [a ** k]
+            assert sum(pmf) == 1
+            mean_pmf = sum(n * pmf[n - 1] for n in range(1, k + 2))
+            mean_tail = sum(a ** (n - 1) for n in range(1, k + 2))
+            assert mean_pmf == mean_tail
+            assert float(mean_tail) == pytest.approx(sm.expected_tokens(float(a), k), rel=1e-12)
+            assert np.allclose(sm.tokens_per_iteration_pmf(float(a), k), [float(v) for v in pmf])
+
+
+def test_simulated_tokens_per_iteration_follow_the_truncated_geometric(rng):
+    # G-test at level 1e-3 (false-alarm rate 0.1%); the α − 0.01 alternative is rejected
+    # with power ≈ 1 at n = 200 000 (checked below on the same n).
+    for alpha, k in [(0.8, 5), (0.3, 2), (0.95, 10)]:
+        s = sm.simulate_tokens_per_iteration(alpha, k, 200_000, rng)
+        counts = np.bincount(s, minlength=k + 2)[1:]
+        assert sm.stats.g_test(counts, sm.tokens_per_iteration_pmf(alpha, k)).pvalue > 1e-3
+        assert sm.stats.g_test(counts, sm.tokens_per_iteration_pmf(alpha - 0.01, k)).pvalue < 1e-3
+
+
+def test_limits_of_expected_tokens():
+    assert sm.expected_tokens(1e-12, 7) == pytest.approx(1.0)
+    assert sm.expected_tokens(1 - 1e-10, 7) == pytest.approx(8.0, rel=1e-6)
+    assert sm.expected_tokens(0.9, 5000) == pytest.approx(10.0)
+
+
+def test_reported_metrics_relations_and_the_vllm_example():
+    assert sm.acceptance_rate_from_alpha(0.8, 5) == pytest.approx(0.537856, rel=1e-9)
+    for a in (0.5, 0.7, 0.9):
+        for k in (1, 3, 8):
+            r = sm.acceptance_rate_from_alpha(a, k)
+            tau = sm.mean_tokens_from_alpha(a, k)
+            assert tau == pytest.approx(1 + k * r)
+            assert sm.alpha_from_acceptance_rate(r, k) == pytest.approx(a, abs=1e-9)
+            assert sm.alpha_from_mean_tokens(tau, k) == pytest.approx(a, abs=1e-9)
+            if k > 1:
+                assert r < a
+
+
+# ---- specmath.markov_tokens -----------------------------------------------------------
+
+def test_iteration_kernel_is_stochastic_and_trivial_cases_are_exact():
+    t, d = sm.toy.toy_pair(5, 0.5, seed=3)
+    ch = iteration_chain(t, d, 3)
+    assert np.allclose(ch.kernel.sum(axis=1), 1.0)
+    assert ch.stationary @ ch.kernel == pytest.approx(ch.stationary, abs=1e-10)
+    assert expected_tokens_markov(t, d, 0) == pytest.approx(1.0)
+    same = sm.toy.toy_pair(5, 1.0, seed=3)
+    assert expected_tokens_markov(*same, 4) == pytest.approx(5.0)
+
+
+def test_markov_prediction_reduces_to_iid_formula_when_rows_are_identical():
+    r = np.random.default_rng(0)
+    p, q = r.dirichlet(np.ones(4)), r.dirichlet(np.ones(4))
+    t = sm.toy.MarkovLM(np.tile(p, (4, 1)), p)
+    d = sm.toy.MarkovLM(np.tile(q, (4, 1)), q)
+    for k in (1, 3, 6):
+        assert expected_tokens_markov(t, d, k) == pytest.approx(
+            sm.expected_tokens(sm.acceptance_probability(p, q), k), rel=1e-12)
+
+
+def test_markov_prediction_matches_a_long_speculative_decode(rng):
+    # z-test with batch-means standard error (iterations are dependent): |z| < 4 has a
+    # false-alarm rate ≈ 6e-5; the standard error here is ≈ 0.015 tokens, so an error of
+    # 0.08 in the prediction would be caught with power > 0.99.
+    t, d = sm.toy.toy_pair(6, 0.6, seed=0)
+    k = 4
+    run = sm.toy.speculative_decode(t, d, 40_000, k, rng, context=(0,))
+    N = run.tokens_per_iteration
+    se = np.std([b.mean() for b in np.array_split(N, 40)], ddof=1) / np.sqrt(40)
+    assert abs(N.mean() - expected_tokens_markov(t, d, k)) < 4 * se
+
+
+def test_iteration_chain_rejects_bad_input():
+    t, d = sm.toy.toy_pair(4, 0.5)
+    t5, _ = sm.toy.toy_pair(5, 0.5)
+    with pytest.raises(ValueError, match="vocabulary"):
+        iteration_chain(t5, d, 2)
+    with pytest.raises(ValueError, match="k"):
+        iteration_chain(t, d, -1)
+    with pytest.raises(ValueError, match="MarkovLM"):
+        iteration_chain(np.eye(4), d, 2)
+
+
+# ---- figures, explorers, exercises ----------------------------------------------------
+
+def test_chapter_3_and_4_figures_are_returned_without_error():
+    from specmath.plots.overlap import (
+        plot_alpha_vs_shift,
+        plot_alpha_vs_weight,
+        plot_event_gaps,
+        plot_overlap,
+    )
+    from specmath.plots.tokens import plot_acceptance_rate, plot_expected_tokens, plot_pmf
+    from specmath.widgets.overlap import overlap_figure
+    from specmath.widgets.tokens import tokens_figure
+
+    p, q = overlap_pair(1.0)
+    figs = [plot_overlap(p, q), plot_event_gaps(p, q), plot_alpha_vs_weight(p, q, mark=0.3),
+            plot_alpha_vs_shift(np.linspace(-2, 2, 5), (0.5, 1.0)),
+            plot_pmf(0.8, 5, samples=np.array([1, 2, 6, 6])), plot_pmf(0.0, 0),
+            plot_expected_tokens(), plot_acceptance_rate(),
+            overlap_figure(-2.0, 2.0, 0.5), tokens_figure(1.0, 16, 100, 1)]
+    for f in figs:
+        assert isinstance(f, matplotlib.figure.Figure)
+        plt.close(f)
+
+
+def test_explorers_return_their_controls():
+    from specmath.widgets.overlap import overlap_explorer
+    from specmath.widgets.tokens import tokens_explorer
+
+    box = overlap_explorer()
+    assert [c.description for c in box.children] == ["shift", "temperature", "mix weight w"]
+    box = tokens_explorer()
+    assert [c.description for c in box.children] == ["α", "k", "iterations", "seed"]
+    assert tokens_explorer(show_controls=False) is None
+    plt.close("all")
+
+
+@pytest.mark.parametrize("key", [k for k in ("ch3-ex1", "ch3-ex2", "ch3-ex3", "ch3-ex4",
+                                             "ch3-ex5", "ch4-ex1", "ch4-ex2", "ch4-ex3",
+                                             "ch4-ex4", "ch4-ex5")])
+def test_exercise_answers_are_registered_and_accept_an_independent_computation(key):
+    import math
+
+    p1, q1 = overlap_pair(2.0)
+    p, q = overlap_pair(1.0)
+    independent = {
+        "ch3-ex1": np.minimum(p1, q1).sum(),
+        "ch3-ex2": (0.9 - np.minimum(p1, q1).sum()) / (1 - np.minimum(p1, q1).sum()),
+        "ch3-ex3": np.minimum(*overlap_pair(0.0, 0.5)).sum(),
+        "ch3-ex4": np.maximum(0.75 * p, 0.25 * q).sum(),
+        "ch3-ex5": 0.5 * np.abs(p - q).sum(),
+        "ch4-ex1": [sum(0.7 ** i for i in range(6)), sum(0.8 ** i for i in range(6))],
+        "ch4-ex2": sum((2 * n - 1) * 0.8 ** (n - 1) for n in range(1, 7))
+                   - sum(0.8 ** i for i in range(6)) ** 2,
+        "ch4-ex3": [sm.alpha_from_acceptance_rate(0.6, 4), 1 + 4 * 0.6],
+        "ch4-ex4": math.ceil(math.log(0.05) / math.log(0.9) - 1),
+        "ch4-ex5": 0.6 ** 3,
+    }
+    assert key in exercise_keys() and key in _REGISTRY
+    assert check(key, independent[key], quiet=True)

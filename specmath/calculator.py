@@ -96,7 +96,7 @@ _WIDGET_JS = r"""
   function draw(alpha, k, c, best) {
     var svg = q("svg");
     while (svg.firstChild) { svg.removeChild(svg.firstChild); }
-    var W = 480, H = 260, L = 50, R = 14, T = 14, B = 40;
+    var W = 480, H = 270, L = 50, R = 14, T = 28, B = 40;
     var kTop = Math.min(@K_MAX@, Math.max(16, k + 4, best + 4));
     var ks = [], ss = [], sMax = 1;
     for (var j = 0; j <= kTop; j++) {
@@ -129,6 +129,18 @@ _WIDGET_JS = r"""
       "stroke-dasharray": "5 4"}));
     svg.appendChild(svgEl("text", {x: W - R - 4, y: Y(1) - 4, "text-anchor": "end",
       "font-size": 10, fill: ink}, "S = 1 (no gain)"));
+    // legend, above the plotting area
+    svg.appendChild(svgEl("circle", {cx: L + 8, cy: 12, r: 5, fill: colours.current}));
+    svg.appendChild(svgEl("text", {x: L + 18, y: 16, "font-size": 11, fill: ink},
+      "S at your k"));
+    svg.appendChild(svgEl("rect", {x: L + 102, y: 6, width: 12, height: 12, fill: "none",
+      stroke: colours.best, "stroke-width": 2}));
+    svg.appendChild(svgEl("text", {x: L + 120, y: 16, "font-size": 11, fill: ink},
+      "best k"));
+    svg.appendChild(svgEl("line", {x1: L + 180, x2: L + 204, y1: 12, y2: 12,
+      stroke: colours.line, "stroke-width": 2}));
+    svg.appendChild(svgEl("text", {x: L + 210, y: 16, "font-size": 11, fill: ink},
+      "S(k) for this α and c"));
     var pts = ks.map(function (kk, i) { return X(kk) + "," + Y(ss[i]); }).join(" ");
     svg.appendChild(svgEl("polyline", {points: pts, fill: "none", stroke: colours.line,
       "stroke-width": 2}));
@@ -239,7 +251,7 @@ S = <output class="smc-s">…</output> ·
 best k = <output class="smc-bestk">…</output> (S = <output class="smc-bests">…</output>)
 <div class="smc-error" role="alert"></div>
 </div>
-<svg class="smc-plot" viewBox="0 0 480 260" role="img" aria-label="Speedup over k"></svg>
+<svg class="smc-plot" viewBox="0 0 480 270" role="img" aria-label="Speedup over k"></svg>
 <noscript>This calculator needs JavaScript.</noscript>
 </div>
 <script>{FORMULAS_JS}{widget_js}</script>

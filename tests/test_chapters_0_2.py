@@ -1,0 +1,279 @@
+"""Chapters 0–2: the roofline cost model, the mismatched-q pitfall, the chapters' figures
+and explorers, and the exercise answers they register."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import specmath as sm  # noqa: E402
+from specmath import costmodel as cm  # noqa: E402
+from specmath import stats, toy  # noqa: E402
+from specmath.exercises import _REGISTRY, check, exercise_keys  # noqa: E402
+from specmath.pitfalls import greedy, mismatched_output_distribution  # noqa: E402
+
+P70, P7 = 70e9, 7e9
+
+
+# ---------------------------------------------------------------- the roofline cost model
+
+def test_forward_time_is_the_larger_of_memory_and_compute_time():
+    for hw in cm.ILLUSTRATIVE_GPUS:
+        for n in (1, 10, 100, 1000, 10_000):
+            for b in (2.0, 1.0, 0.5):
+                mem = P70 * b / hw.bandwidth
+                comp = 2 * P70 * n / hw.peak_flops
+                assert math.isclose(cm.forward_time(n, P70, hw, b), max(mem, comp))
+
+
+def test_kv_cache_bytes_add_to_the_memory_term():
+    kv = cm.kv_cache_bytes(4096, 80, 8, 128)
+    assert kv == 2 * 80 * 8 * 128 * 4096 * 2
+    assert math.isclose(cm.memory_time(P70, cm.H100_SXM, 2.0, kv),
+                        (P70 * 2 + kv) / cm.H100_SXM.bandwidth)
+
+
+def test_ridge_point_is_where_compute_time_equals_memory_time():
+    for hw in cm.ILLUSTRATIVE_GPUS:
+        for b in (2.0, 1.0, 0.5):
+            n_star = cm.ridge_point(hw, b)
+            assert math.isclose(n_star, hw.peak_flops * b / (2 * hw.bandwidth))
+            assert math.isclose(2 * P70 * n_star / hw.peak_flops, P70 * b / hw.bandwidth)
+            assert math.isclose(cm.arithmetic_intensity(1, b) * n_star,
+                                hw.peak_flops / hw.bandwidth)
+
+
+def test_one_step_cost_holds_exactly_up_to_the_ridge_point_and_fails_after():
+    for hw in cm.ILLUSTRATIVE_GPUS:
+        for b in (2.0, 1.0, 0.5):
+            k_max = math.floor(cm.ridge_point(hw, b)) - 1
+            assert cm.verify_cost(np.arange(k_max + 1), P70, hw, b).max() == 1.0
+            assert cm.verify_cost(k_max + 1, P70, hw, b) > 1.0
+
+
+@given(st.floats(1e6, 1e12), st.sampled_from([0.5, 1.0, 2.0, 4.0]),
+       st.integers(1, 5000), st.integers(1, 5000))
+def test_forward_time_never_decreases_with_more_tokens(n_params, b, n1, n2):
+    lo, hi = sorted((n1, n2))
+    assert cm.forward_time(lo, n_params, cm.H100_SXM, b) <= cm.forward_time(hi, n_params,
+                                                                              cm.H100_SXM, b)
+    assert cm.verify_cost(hi, n_params, cm.H100_SXM, b) >= 1.0
+
+
+def test_speed_ratio_of_memory_bound_models_is_the_ratio_of_their_sizes():
+    assert math.isclose(cm.speed_ratio(P70, P7), 10.0)
+    assert math.isclose(cm.speed_ratio(P70, P7, cm.A100_SXM, 0.5), 10.0)
+    # a 4-bit draft for a bf16 target is 4× faster again
+    assert math.isclose(cm.speed_ratio(P70, P7, draft_bytes_per_param=0.5), 40.0)
+
+
+def test_iteration_time_and_modelled_speedup_reduce_to_the_course_formula():
+    c = cm.speed_ratio(P70, P7)
+    t1 = cm.forward_time(1, P70)
+    for k in range(0, 12):
+        assert math.isclose(cm.iteration_time(k, P70, P7),
+                            k * cm.forward_time(1, P7) + cm.forward_time(k + 1, P70))
+        assert math.isclose(cm.iteration_time(k, P70, P7), t1 * (1 + k / c))
+        for a in (0.0, 0.3, 0.8, 1.0):
+            assert math.isclose(cm.modelled_speedup(a, k, P70, P7), sm.speedup(a, k, c))
+
+
+def test_modelled_speedup_is_below_the_formula_once_verification_is_not_free():
+    # k + 1 beyond the ridge: the target pass costs more than one step
+    k = math.floor(cm.ridge_point()) + 10
+    assert cm.modelled_speedup(0.99, k, P70, P7) < sm.speedup(0.99, k, cm.speed_ratio(P70, P7))
+
+
+def test_leviathan_and_course_conventions_for_c_are_inverses():
+    assert cm.c_from_leviathan(0.05) == pytest.approx(20.0)
+    assert cm.c_from_leviathan(0.0) == math.inf
+    assert cm.leviathan_c_from_c(math.inf) == 0.0
+    for cl in (0.01, 0.1, 0.5, 2.0):
+        assert cm.leviathan_c_from_c(cm.c_from_leviathan(cl)) == pytest.approx(cl)
+        a = np.linspace(0, 1, 11)
+        for k in range(8):
+            assert np.allclose(sm.leviathan_walltime_improvement(a, k, cl),
+                               sm.speedup(a, k, cm.c_from_leviathan(cl)))
+    assert cm.c_from_times(14.1, 1.8) == pytest.approx(14.1 / 1.8)
+
+
+@pytest.mark.parametrize("call, word", [
+    (lambda: cm.forward_time(0, P70), "n_tokens"),
+    (lambda: cm.forward_time(1.5, P70), "n_tokens"),
+    (lambda: cm.forward_time(1, -1.0), "n_params"),
+    (lambda: cm.forward_time(1, P70, "H100"), "hardware"),
+    (lambda: cm.forward_time(1, P70, cm.H100_SXM, 0.0), "bytes_per_param"),
+    (lambda: cm.forward_time(1, P70, cm.H100_SXM, 2.0, -5.0), "kv_bytes"),
+    (lambda: cm.Hardware("bad", -1.0, 1e12), "bandwidth"),
+    (lambda: cm.Hardware("bad", 1e12, float("nan")), "peak_flops"),
+    (lambda: cm.verify_cost(-1, P70), "k"),
+    (lambda: cm.modelled_speedup(1.5, 3, P70, P7), "alpha"),
+    (lambda: cm.c_from_leviathan(-0.1), "c_leviathan"),
+    (lambda: cm.leviathan_c_from_c(0.0), "c"),
+    (lambda: cm.c_from_times(0.0, 1.0), "target_time"),
+    (lambda: cm.kv_cache_bytes(10, 0, 8, 128), "layers"),
+])
+def test_cost_model_rejects_bad_input_with_a_value_error_naming_the_argument(call, word):
+    with pytest.raises(ValueError, match=word):
+        call()
+
+
+# ---------------------------------------------------------------- the mismatched-q pitfall
+
+def test_matched_draft_distribution_gives_exactly_the_target(rng):
+    P = rng.dirichlet(np.full(7, 0.4), size=500)
+    Q = rng.dirichlet(np.full(7, 0.4), size=500)
+    assert np.allclose(mismatched_output_distribution(P, Q, Q), P, atol=1e-12)
+
+
+def test_greedy_draft_reported_as_its_softmax_is_biased():
+    p = np.array([0.35, 0.25, 0.20, 0.12, 0.08])
+    q = np.array([0.15, 0.40, 0.10, 0.30, 0.05])
+    out = mismatched_output_distribution(p, q, greedy(q))
+    assert np.isclose(out.sum(), 1.0)
+    assert sm.tv_distance(out, p) > 0.1
+    # reporting the distribution actually sampled from (a point mass) is exact again
+    assert np.allclose(mismatched_output_distribution(p, greedy(q), greedy(q)), p)
+
+
+def test_mismatched_output_distribution_matches_a_simulation_of_the_buggy_pipeline(rng):
+    # The draft samples at temperature 0.5 but passes its T = 1 softmax to speculative_step.
+    # G-test at level 1e-3 with a fixed seed: false-alarm rate 0.1% if the formula is right;
+    # the formula differs from p by TV ≈ 0.1, which 20 000 draws detect with power ≈ 1, so
+    # the second assertion (against p) guards against a vacuous comparison.
+    p = np.array([0.35, 0.25, 0.20, 0.12, 0.08])
+    q = np.array([0.15, 0.40, 0.10, 0.30, 0.05])
+    q_hot = sm.softmax(np.log(q), 0.5)
+    M = 20_000
+    drafts = rng.choice(5, size=M, p=q_hot)
+    P2, Q1 = np.stack([p, p]), q[None]
+    out = np.array([sm.speculative_step(P2, Q1, drafts[i:i + 1], rng)[0] for i in range(M)])
+    counts = np.bincount(out, minlength=5)
+    assert stats.g_test(counts, mismatched_output_distribution(p, q, q_hot)).pvalue > 1e-3
+    assert stats.g_test(counts, p).pvalue < 1e-3
+
+
+def test_mismatched_output_distribution_rejects_a_zero_reported_probability():
+    with pytest.raises(ValueError, match="q_used"):
+        mismatched_output_distribution([0.5, 0.5], [1.0, 0.0], [0.5, 0.5])
+    with pytest.raises(ValueError, match="same shape"):
+        mismatched_output_distribution([0.5, 0.5], [0.5, 0.5], [1.0, 0.0, 0.0])
+
+
+# ---------------------------------------------------------------- figures and explorers
+
+P_EX = np.array([0.35, 0.25, 0.20, 0.12, 0.08])
+Q_EX = np.array([0.15, 0.40, 0.10, 0.30, 0.05])
+
+
+def _figures():
+    from specmath.plots import acceptance as pa
+    from specmath.plots import cost as pc
+    return [
+        lambda: pc.roofline_figure(cm.H100_SXM, 2.0, {"n = 1": 1, "n = 5": 5}),
+        lambda: pc.forward_time_figure(P70, cm.H200_SXM, 0.5, k=4),
+        lambda: pc.verify_cost_figure(P70),
+        lambda: pa.pq_figure(P_EX, Q_EX, list("abcde")),
+        lambda: pa.rule_outputs_figure(P_EX, Q_EX, ("exact", *sm.NAIVE_RULES)),
+        lambda: pa.decomposition_figure(P_EX, Q_EX),
+        lambda: pa.bias_figure(P_EX, Q_EX),
+    ]
+
+
+@pytest.mark.parametrize("i", range(7))
+def test_plotting_functions_return_a_matplotlib_figure(i):
+    fig = _figures()[i]()
+    assert isinstance(fig, matplotlib.figure.Figure)
+    assert fig.axes and fig.axes[0].has_data()
+    plt.close(fig)
+
+
+def test_bias_figure_shows_zero_bias_for_the_exact_rule():
+    from specmath.plots import acceptance as pa
+    fig = pa.bias_figure(P_EX, Q_EX)
+    exact = fig.axes[0].lines[0].get_ydata()
+    assert np.allclose(exact, 0, atol=1e-12)
+    plt.close(fig)
+
+
+def test_rule_output_rejects_an_unknown_rule():
+    from specmath.plots.acceptance import rule_output
+    with pytest.raises(ValueError, match="rule"):
+        rule_output(P_EX, Q_EX, "accept-if-lucky")
+
+
+def test_explorers_show_a_figure_and_return_their_controls():
+    import ipywidgets
+
+    from specmath.widgets.acceptance import acceptance_explorer, explorer_draft
+    from specmath.widgets.cost import cost_explorer
+
+    box = acceptance_explorer(P_EX, Q_EX, list("abcde"))
+    assert isinstance(box, ipywidgets.VBox)
+    assert [c.description for c in box.children] == ["closeness w", "draft T"]
+    assert acceptance_explorer(P_EX, Q_EX, show_controls=False) is None
+    assert np.allclose(explorer_draft(P_EX, Q_EX, 1.0, 2.0), P_EX)
+    assert np.allclose(explorer_draft(P_EX, Q_EX, 0.0, 1.0), Q_EX)
+    box = cost_explorer(n_params_billion=7.0, bytes_per_param=0.5, k=40)
+    assert isinstance(box, ipywidgets.VBox) and len(box.children) == 4
+    with pytest.raises(ValueError, match="gpu"):
+        cost_explorer(gpu="TPU")
+    plt.close("all")
+
+
+# ---------------------------------------------------------------- exercise answers
+
+CH02_KEYS = [k for k in exercise_keys() if k.split("-")[0] in ("ch0", "ch1", "ch2")]
+
+
+def test_every_chapter_0_to_2_registers_at_least_four_exercises():
+    for ch in ("ch0", "ch1", "ch2"):
+        assert sum(k.startswith(ch + "-") for k in CH02_KEYS) >= 4
+
+
+@pytest.mark.parametrize("key", CH02_KEYS)
+def test_exercise_answer_is_accepted_by_its_checker(key):
+    assert check(key, _REGISTRY[key].compute(), quiet=True)
+
+
+def test_exercise_answers_agree_with_independent_derivations():
+    from specmath.exercises import ch0, ch1, ch2
+
+    v = lambda key: np.asarray(_REGISTRY[key].compute(), dtype=float)  # noqa: E731
+    assert v("ch0-ex1") == pytest.approx(1 / ch0.DATA["c_leviathan"])
+    tv, shared = v("ch0-ex5")
+    assert tv + shared == pytest.approx(1.0)                  # α = 1 − TV
+    ours, lev = v("ch0-ex3")
+    assert ours * lev == pytest.approx(1.0)
+    assert v("ch1-ex1") < cm.ridge_point(cm.H100_SXM, 2.0)   # more bandwidth, same peak
+    k = int(v("ch1-ex3"))
+    assert cm.verify_cost(k, ch1.DATA["target_params"], cm.H100_SXM, 0.5) == 1.0
+    assert cm.verify_cost(k + 1, ch1.DATA["target_params"], cm.H100_SXM, 0.5) > 1.0
+    # P(emitted = drafted) = α, because a rejected token has zero residual mass
+    assert v("ch2-ex3") == pytest.approx(sm.acceptance_probability(ch2.DATA["p"],
+                                                                   ch2.DATA["q"]))
+    r = v("ch2-ex2")
+    assert r.sum() == pytest.approx(1.0) and (r[ch2.DATA["q"] >= ch2.DATA["p"]] == 0).all()
+
+
+def test_bonus_token_probability_of_exercise_ch2_ex5_matches_simulation(rng):
+    # 6 000 first iterations; the count is binomial, so a 4.5-sigma band has a false-alarm
+    # rate below 1e-5, and a wrong answer off by 0.05 (the size of a product-of-averages
+    # mistake on other seeds) is caught with power ≈ 1 (sigma ≈ 0.006).
+    from specmath.exercises import ch2
+    t, d = toy.toy_pair(ch2.DATA["toy_vocab"], ch2.DATA["toy_closeness"], ch2.DATA["toy_seed"])
+    n = 6000
+    hits = sum(toy.speculative_decode(t, d, 1, 2, rng).tokens_per_iteration[0] == 3
+               for _ in range(n))
+    truth = float(_REGISTRY["ch2-ex5"].compute())
+    sigma = math.sqrt(truth * (1 - truth) / n)
+    assert abs(hits / n - truth) < 4.5 * sigma

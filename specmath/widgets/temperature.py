@@ -37,13 +37,26 @@ def temperature_figure(target_logits, draft_logits, T: float = 1.0, top: int = 1
 
 
 def temperature_explorer(target_logits=None, draft_logits=None, T: float = 1.0, top: int = 15,
-                         show_controls: bool = True):
-    """A temperature slider (log scale) redrawing :func:`temperature_figure`."""
+                         show_controls: bool = True, noise: float = 1.0, seed: int = 6):
+    """A temperature slider (log scale) redrawing :func:`temperature_figure`.
+
+    With no logits given, the pair is :func:`default_logits` and two more sliders change
+    the draft's noise and its random seed, so a reader can find pairs whose top tokens
+    agree (α → 1 as T → 0) and pairs whose top tokens differ (α → 0).
+    """
     import ipywidgets as w
 
-    if target_logits is None or draft_logits is None:
-        target_logits, draft_logits = default_logits()
     controls = {"T": w.FloatLogSlider(value=T, base=10, min=-2, max=2, step=0.05,
                                       description="T")}
-    return explorer(lambda T: temperature_figure(target_logits, draft_logits, T, top), controls,
-                    show_controls=show_controls)
+    if target_logits is None or draft_logits is None:
+        controls["noise"] = w.FloatSlider(value=noise, min=0.0, max=3.0, step=0.1,
+                                          description="draft noise")
+        controls["seed"] = w.IntSlider(value=seed, min=0, max=20, description="draft seed")
+
+        def plot(T, noise, seed):
+            zp, zq = default_logits(noise=noise, seed=seed)
+            return temperature_figure(zp, zq, T, top)
+    else:
+        def plot(T):
+            return temperature_figure(target_logits, draft_logits, T, top)
+    return explorer(plot, controls, show_controls=show_controls)

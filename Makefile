@@ -9,11 +9,12 @@ PIP := $(BIN)/python -m pip -q --disable-pip-version-check
 QUIET := 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: venv models book test lint unit site-test notebooks student clean help
+.PHONY: venv models vendor chromium book test lint unit site-test notebooks student clean help
 
 help:
 	@echo "make book   - create .venv, install everything, build the site (_build/html)"
 	@echo "make test   - lint, unit tests, build the site, browser tests"
+	@echo "make student - the student edition of the notebooks (no solutions, no outputs) in student/"
 
 # ---- environment (idempotent: re-runs only when the requirement files change)
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -35,22 +36,47 @@ $(VENV)/.models: requirements-models.txt $(VENV)/.installed
 models: $(VENV)/.models
 
 # ---- the website
-book: venv models
+# MathJax and the Jupyter widget manager are served by the site itself (it reads offline):
+# copied from their npm packages into book/_static/vendor (git-ignored) at build time.
+VENDOR_STAMP := book/_static/vendor/.stamp
+$(VENDOR_STAMP): scripts/vendor/package.json scripts/vendor/package-lock.json scripts/vendor_assets.sh
+	scripts/vendor_assets.sh
+
+vendor: $(VENDOR_STAMP)
+
+book: venv models vendor
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 
 # ---- tests
 lint: venv
-	$(BIN)/ruff check specmath tests benchmarks
+	$(BIN)/ruff check specmath tests benchmarks scripts
 
 unit: venv
 	$(BIN)/python -m pytest -m "not site"
 
-test: lint unit book
-	$(BIN)/python -m pytest -m site
+# The browser suite drives Debian's chromium (never `playwright install`); install it when
+# missing so the suite never skips (needs root or passwordless sudo, and apt).
+CHROMIUM := /usr/bin/chromium
+chromium:
+	@test -x $(CHROMIUM) || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo "sudo -n" ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+	@test -x $(CHROMIUM)
+
+# SPECMATH_REQUIRE_SITE=1: a missing site or browser fails the suite instead of skipping it
+site-test: venv chromium
+	SPECMATH_REQUIRE_SITE=1 $(BIN)/python -m pytest -m site
+
+test: lint unit book site-test
+
+# ---- the classroom edition: solutions and outputs removed (make book stays the full one)
+student: venv
+	$(BIN)/python scripts/make_student.py --out student
 
 # ---- notebooks are authored as MyST markdown (book/md) and committed as .ipynb
 notebooks: venv
 	for f in book/md/*.md; do $(BIN)/jupytext --quiet --to ipynb --output book/$$(basename $${f%.md}).ipynb $$f; done
 
 clean:
-	rm -rf _build student
+	rm -rf _build student book/_static/vendor

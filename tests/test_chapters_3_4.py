@@ -189,15 +189,15 @@ def test_markov_prediction_reduces_to_iid_formula_when_rows_are_identical():
 
 
 def test_markov_prediction_matches_a_long_speculative_decode(rng):
-    # z-test with batch-means standard error (iterations are dependent): |z| < 4 has a
-    # false-alarm rate ≈ 6e-5; the standard error here is ≈ 0.015 tokens, so an error of
-    # 0.08 in the prediction would be caught with power > 0.99.
+    # z-test on 20 independent decodes (their means are independent even though iterations
+    # within a decode are not): |z| < 4 has a false-alarm rate ≈ 6e-5; the standard error
+    # is ≈ 0.015 tokens, so an error of 0.08 in the prediction is caught with power > 0.99.
     t, d = sm.toy.toy_pair(6, 0.6, seed=0)
     k = 4
-    run = sm.toy.speculative_decode(t, d, 40_000, k, rng, context=(0,))
-    N = run.tokens_per_iteration
-    se = np.std([b.mean() for b in np.array_split(N, 40)], ddof=1) / np.sqrt(40)
-    assert abs(N.mean() - expected_tokens_markov(t, d, k)) < 4 * se
+    means = [sm.toy.speculative_decode(t, d, 2_000, k, rng, context=(0,)).mean_tokens_per_iteration
+             for _ in range(20)]
+    se = np.std(means, ddof=1) / np.sqrt(len(means))
+    assert abs(np.mean(means) - expected_tokens_markov(t, d, k)) < 4 * se
 
 
 def test_iteration_chain_rejects_bad_input():

@@ -58,6 +58,10 @@ _ROLE = re.compile(r"\{[a-z:-]+\}`[^`]*`")
 _CODE = re.compile(r"`[^`\n]*`")
 _DIRECTIVE_LINE = re.compile(r"^\s*(```|:::|:[a-z-]+:|\(|\[\^)")
 _LINK = re.compile(r"\]\([^)]*\)|<[^>]+>")
+# Numbered references to a paper's parts ("Theorem 3.8", "Appendix A.1") and versions are
+# names, not results.
+_NAMED = re.compile(r"(Theorem|Corollary|Lemma|Proposition|Section|Table|Figure|Eq\.|Equation|"
+                    r"Appendix|Algorithm|Definition|arXiv:?|version|v)\s?[A-Z]?\d+(\.\d+)*", re.I)
 # A decimal number, a percentage or a multiplier ("2.5", "25%", "3×") in running prose is
 # a typed result; glue it instead. Integers alone (chapter numbers, "two ways") are fine.
 _TYPED = re.compile(r"(?<![\w.])\d+\.\d+|\d+\s?%|\d+(\.\d+)?\s?×")
@@ -75,6 +79,7 @@ def _prose_lines(nb):
             line = _ROLE.sub(" ", line)
             line = _CODE.sub(" ", line)
             line = _LINK.sub(" ", line)
+            line = _NAMED.sub(" ", line)
             yield line
 
 

@@ -37,7 +37,8 @@ def explorer(plot: Callable[..., object], controls: dict, *, show_controls: bool
     def redraw(_change=None):
         vals = {name: w.value for name, w in controls.items()}
         f = plot(**vals)
-        handle.update(f)
+        if handle is not None:  # None outside IPython, where nothing is on screen to update
+            handle.update(f)
         plt.close(f)
 
     for w in controls.values():

@@ -29,7 +29,10 @@ def softmax(logits, temperature: float = 1.0) -> np.ndarray:
     -------
     numpy.ndarray, same shape as ``logits``.
     """
-    z = np.asarray(logits, dtype=float)
+    try:
+        z = np.asarray(logits, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"logits must be an array of real numbers; got {logits!r}") from err
     if z.ndim < 1 or z.shape[-1] == 0:
         raise ValueError(f"logits must have a non-empty last (vocabulary) axis; got shape {z.shape}")
     if np.isnan(z).any():
@@ -80,7 +83,10 @@ def mix(p, q, w):
     p = as_distribution(p, "p")
     q = as_distribution(q, "q")
     same_shape(p, q)
-    w = np.asarray(w, dtype=float)
+    try:
+        w = np.asarray(w, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"w must be in [0, 1]; got {w!r}") from err
     if np.isnan(w).any() or ((w < 0) | (w > 1)).any():
         raise ValueError("w must be in [0, 1]")
     return (1.0 - w) * q + w * p

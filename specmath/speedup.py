@@ -98,7 +98,10 @@ def leviathan_walltime_improvement(alpha, gamma, c_leviathan):
     """
     a = as_probability(alpha, "alpha")
     g = as_count(gamma, "gamma")
-    cl = np.asarray(c_leviathan, dtype=float)
+    try:
+        cl = np.asarray(c_leviathan, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"c_leviathan must be a finite number ≥ 0; got {c_leviathan!r}") from err
     if np.isnan(cl).any() or (cl < 0).any() or np.isinf(cl).any():
         raise ValueError("c_leviathan must be a finite number ≥ 0 (draft time ÷ target time)")
     return scalar_or_array(_expected_tokens(a, g) / (g * cl + 1.0))
@@ -198,7 +201,10 @@ def alpha_from_acceptance_rate(rate, k):
 def alpha_from_mean_tokens(tau, k):
     """Invert :func:`expected_tokens`: the α that gives mean tokens per iteration τ ∈ [1, k+1]."""
     kk = as_count(k, "k")
-    t = np.asarray(tau, dtype=float)
+    try:
+        t = np.asarray(tau, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"tau must be a number in [1, k+1]; got {tau!r}") from err
     if np.isnan(t).any():
         raise ValueError("tau must be a number in [1, k+1]; got NaN")
     t, kk = np.broadcast_arrays(t, kk)

@@ -103,13 +103,20 @@ def toy_pair(vocab_size: int = 6, closeness: float = 0.6, seed: int = 0,
     (target, draft) : tuple of MarkovLM
     """
     V = as_int(vocab_size, "vocab_size", minimum=1)
-    w = float(closeness)
+    try:
+        w = float(closeness)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"closeness must be in [0, 1]; got {closeness!r}") from err
     if not 0.0 <= w <= 1.0:
         raise ValueError(f"closeness must be in [0, 1]; got {closeness!r}")
-    if not concentration > 0:
-        raise ValueError(f"concentration must be > 0; got {concentration!r}")
+    try:
+        a = float(concentration)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"concentration must be a number > 0; got {concentration!r}") from err
+    if not (a > 0 and np.isfinite(a)):
+        raise ValueError(f"concentration must be > 0 and finite; got {concentration!r}")
     rng = np.random.default_rng(seed)
-    conc = np.full(V, float(concentration))
+    conc = np.full(V, a)
     target_t = rng.dirichlet(conc, size=V)
     target_i = rng.dirichlet(conc)
     other_t = rng.dirichlet(conc, size=V)

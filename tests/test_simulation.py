@@ -10,6 +10,8 @@ conservative), and asserted to be ≥ 0.99; a companion test shows the wrong α 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -76,6 +78,12 @@ def test_every_cell_of_a_broadcast_grid_matches_its_pmf(rng):
 
 
 def test_simulation_edges_alpha_0_alpha_1_k_0_and_no_iterations(rng):
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        _simulation_edges(rng)
+
+
+def _simulation_edges(rng):
     np.testing.assert_array_equal(sm.simulate_tokens_per_iteration(1.0, 4, 50, rng), 5)
     np.testing.assert_array_equal(sm.simulate_tokens_per_iteration(0.0, 4, 50, rng), 1)
     np.testing.assert_array_equal(sm.simulate_tokens_per_iteration(0.7, 0, 50, rng), 1)

@@ -10,7 +10,7 @@ with the vocabulary on the last axis; functions broadcast over leading axes.
 Real language models live in :mod:`specmath.llm` (imports torch and transformers).
 """
 
-from . import stats, toy
+from . import costmodel, markov_tokens, pitfalls, positional, stats, temperature, toy, tv
 from ._validate import SUM_TOL
 from .acceptance import (
     NAIVE_RULES,
@@ -65,6 +65,12 @@ __all__ = [
     "mean_tokens_from_alpha",
     "alpha_from_mean_tokens",
     "simulate_tokens_per_iteration",
+    "costmodel",
+    "markov_tokens",
+    "pitfalls",
+    "positional",
     "stats",
+    "temperature",
     "toy",
+    "tv",
 ]

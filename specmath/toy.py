@@ -38,6 +38,9 @@ class MarkovLM:
     transition: np.ndarray
     initial: np.ndarray
 
+    #: How many trailing tokens of the context the model reads (decoders pass no more).
+    context_window = 1
+
     def __post_init__(self):
         t = as_distribution(self.transition, "transition", min_ndim=2)
         if t.ndim != 2 or t.shape[0] != t.shape[1]:
@@ -162,6 +165,13 @@ class DecodeResult:
         return float(np.sum(self.accepted_per_iteration) / drafted) if drafted else 0.0
 
 
+def _tail(seq: list, extra: list, window: int) -> list:
+    """The last ``window`` tokens of ``seq + extra`` without copying all of ``seq``."""
+    if len(extra) >= window:
+        return extra[len(extra) - window:]
+    return seq[max(0, len(seq) - (window - len(extra))):] + extra
+
+
 def speculative_decode(target: MarkovLM, draft: MarkovLM, n_tokens: int, k: int, rng,
                        context: Sequence[int] = (), rule: str = "exact") -> DecodeResult:
     """Generate ``n_tokens`` tokens by speculative sampling (ch. 2, algorithm speculative-decoding).
@@ -181,17 +191,19 @@ def speculative_decode(target: MarkovLM, draft: MarkovLM, n_tokens: int, k: int,
         raise ValueError(f"rule must be 'exact' or one of {NAIVE_RULES}; got {rule!r}")
     seq = list(context)
     start = len(seq)
+    # Only the last `window` tokens are handed to the models: O(1) per step, not O(length).
+    window = max(getattr(target, "context_window", 10**9), getattr(draft, "context_window", 10**9))
     ns, acc, alphas = [], [], []
     t_calls = d_calls = 0
     while len(seq) - start < n:
         drafted, qs = [], []
         for _ in range(kk):
-            qd = draft.next_distribution(seq + drafted)
+            qd = draft.next_distribution(_tail(seq, drafted, window))
             x = int(rng.choice(draft.vocab_size, p=qd))
             drafted.append(x)
             qs.append(qd)
             d_calls += 1
-        ps = [target.next_distribution(seq + drafted[:i]) for i in range(kk + 1)]
+        ps = [target.next_distribution(_tail(seq, drafted[:i], window)) for i in range(kk + 1)]
         t_calls += 1
         p = np.asarray(ps)
         q = np.asarray(qs).reshape(kk, target.vocab_size)

@@ -34,3 +34,38 @@
     installHubShim();
   }
 })();
+
+/* Wide display equations: MathJax 3 does not break lines, so an equation wider than the
+ * text column would run under its equation number. Scroll it (CSS, specmath.css) and,
+ * first, shrink it to fit the column, down to 70 % of the font size. */
+(function () {
+  "use strict";
+  function fitDisplayMath() {
+    var all = document.querySelectorAll('mjx-container[jax="CHTML"][display="true"]');
+    for (var i = 0; i < all.length; i++) {
+      var m = all[i];
+      m.style.fontSize = "";
+      var avail = m.clientWidth, need = m.scrollWidth;
+      if (avail > 0 && need > avail + 1) {
+        m.style.fontSize = Math.max(70, Math.floor(100 * avail / need)) + "%";
+      }
+    }
+  }
+  function whenTypeset() {
+    var mj = window.MathJax;
+    if (mj && mj.startup && mj.startup.promise) {
+      mj.startup.promise.then(fitDisplayMath);
+      var timer = null;
+      window.addEventListener("resize", function () {
+        clearTimeout(timer);
+        timer = setTimeout(fitDisplayMath, 150);
+      });
+    }
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", whenTypeset);
+  } else {
+    whenTypeset();
+  }
+})();
+

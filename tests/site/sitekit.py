@@ -287,13 +287,17 @@ _COLLECT_JS = r"""
       href: a.href, raw: a.getAttribute("href"), text: (a.innerText || "").trim().slice(0, 60)}));
   const colab = [...document.querySelectorAll("a[href*='colab.research.google.com']")]
                   .map(a => a.href);
+  const wideMath = [...art.querySelectorAll('mjx-container[display="true"]')]
+      .filter(m => m.scrollWidth > m.clientWidth + 2)
+      .map(m => (m.closest("[id]") || {id: "?"}).id + ": " + m.scrollWidth + "px in "
+                + m.clientWidth + "px");
   const h1 = document.querySelector("article h1, main h1");
   const current = document.querySelector("nav.bd-docs-nav li.current > a, "
                                          + ".bd-sidebar-primary a.current");
   const footer = [...document.querySelectorAll("footer")].map(f => f.innerText).join("\n");
   const ids = [...document.querySelectorAll("[id], a[name]")].map(e => e.id || e.name);
   return {text, nMath: mathNodes.length, nMjx: document.querySelectorAll("mjx-container").length,
-          untypeset, imgs, blocks, links, colab, ids,
+          untypeset, wideMath, imgs, blocks, links, colab, ids,
           title: document.title, h1: h1 ? h1.innerText.replace(/[#¶]\s*$/, "").trim() : null,
           navCurrent: current ? current.innerText.trim() : null, footer,
           hasCalculator: !!document.querySelector(".specmath-calculator")};

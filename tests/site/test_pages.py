@@ -68,6 +68,13 @@ def test_math_is_typeset_and_no_raw_tex_is_left(visit, page):
 
 
 @pytest.mark.parametrize("page", PAGES)
+def test_display_math_fits_the_text_column(visit, page):
+    wide = _report(visit, page).facts["wideMath"]
+    assert wide == [], (f"{page}: display equations wider than the column even at 70% size "
+                        f"(split them with aligned/multline): {wide}")
+
+
+@pytest.mark.parametrize("page", PAGES)
 def test_every_image_loads(visit, page):
     imgs = _report(visit, page).facts["imgs"]
     broken = [i["src"] for i in imgs if not (i["complete"] and i["w"] > 0)]

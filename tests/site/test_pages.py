@@ -26,6 +26,7 @@ from sitekit import (
     offline_page,
     repo_config,
     resolve_internal,
+    serve,
     set_calculator,
     source_kind,
     source_text,
@@ -244,3 +245,13 @@ def test_screenshots_are_inside_the_build(site, visit):
         visit(page)
     shots = sorted(Path(site, "_screenshots").glob("*.png"))
     assert len(shots) == len(content_pages())
+
+
+def test_the_offline_guard_blocks_and_records_requests_that_leave_loopback(browser, tmp_path):
+    (tmp_path / "index.html").write_text(
+        "<!doctype html><html><head><script src='https://cdn.jsdelivr.net/npm/x.js'></script>"
+        "</head><body><img src='https://example.org/a.png'>ok</body></html>", encoding="utf-8")
+    with serve(tmp_path) as url, offline_page(browser, url) as (pg, guard, _errors):
+        pg.goto(url + "index.html", wait_until="load")
+    assert sorted(guard.blocked) == ["https://cdn.jsdelivr.net/npm/x.js",
+                                     "https://example.org/a.png"]

@@ -269,6 +269,9 @@ _COLLECT_JS = r"""
   const imgs = [...document.querySelectorAll("img")].map(i => ({
       src: i.getAttribute("src"), alt: i.getAttribute("alt") || "",
       complete: i.complete, w: i.naturalWidth,
+      caption: !!(i.closest("figure") && i.closest("figure").querySelector("figcaption")),
+      explorer: !!(i.closest(".cell") && i.closest(".cell").querySelector(
+          '.jupyter-widgets, script[type="application/vnd.jupyter.widget-view+json"]')),
       content: art.contains(i) && !i.closest(".sd-card, .launch-buttons") }));
   const blocks = {};
   for (const el of art.querySelectorAll("div.admonition")) {

@@ -93,6 +93,16 @@ def test_figures_have_alt_text(visit, page):
 
 
 @pytest.mark.parametrize("page", PAGES)
+def test_figures_have_captions(visit, page):
+    # An explorer's default view (an image followed by its frozen controls in the same
+    # cell) is exempt: a figure caption there would be repeated under the controls.
+    imgs = [i for i in _report(visit, page).facts["imgs"] if i["content"] and not i["explorer"]]
+    bad = [i["src"] for i in imgs if not i["caption"]]
+    assert bad == [], (f"{page}: output images without a caption (give the cell "
+                       f"`mystnb: figure: caption:` metadata): {bad}")
+
+
+@pytest.mark.parametrize("page", PAGES)
 def test_theorem_proof_and_exercise_blocks_match_the_source(site, visit, page):
     expected = directive_counts(source_text(site, page) or "")
     got = _report(visit, page).facts["blocks"]

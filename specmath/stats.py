@@ -121,6 +121,35 @@ def _prepare(observed, expected_probs):
     return obs2, pr2
 
 
+def _row_g(o: np.ndarray, e: np.ndarray) -> float:
+    m = o > 0
+    return 2.0 * float((o[m] * np.log(o[m] / e[m])).sum())
+
+
+def _row_pearson(o: np.ndarray, e: np.ndarray) -> float:
+    m = e > 0
+    return float(((o[m] - e[m]) ** 2 / e[m]).sum())
+
+
+def _gof(observed, expected_probs, row_statistic) -> GofResult:
+    """Sum a per-row statistic over independent rows of counts (shared by both tests)."""
+    obs, pr = _prepare(observed, expected_probs)
+    stat, dof = 0.0, 0
+    for o, p in zip(obs, pr, strict=True):
+        n = o.sum()
+        if n == 0:
+            continue
+        if p.sum() <= 0:
+            raise ValueError("each row of expected_probs needs positive mass")
+        p = p / p.sum()
+        if (o[p == 0] > 0).any():
+            return GofResult(math.inf, max(int((p > 0).sum()) - 1, 1), 0.0)
+        stat += row_statistic(o, n * p)
+        dof += int((p > 0).sum()) - 1
+    dof = max(dof, 1)
+    return GofResult(stat, dof, chi2_sf(stat, dof))
+
+
 def g_test(observed, expected_probs) -> GofResult:
     """G-test (likelihood ratio) of counts against probabilities.
 
@@ -129,41 +158,9 @@ def g_test(observed, expected_probs) -> GofResult:
     zero expected probability must have zero counts (otherwise the p-value is 0); they do
     not count toward the degrees of freedom.
     """
-    obs, pr = _prepare(observed, expected_probs)
-    stat, dof = 0.0, 0
-    for o, p in zip(obs, pr, strict=True):
-        n = o.sum()
-        if n == 0:
-            continue
-        if p.sum() <= 0:
-            raise ValueError("each row of expected_probs needs positive mass")
-        p = p / p.sum()
-        if (o[p == 0] > 0).any():
-            return GofResult(math.inf, max(int((p > 0).sum()) - 1, 1), 0.0)
-        e = n * p
-        m = o > 0
-        stat += 2.0 * float((o[m] * np.log(o[m] / e[m])).sum())
-        dof += int((p > 0).sum()) - 1
-    dof = max(dof, 1)
-    return GofResult(stat, dof, chi2_sf(stat, dof))
+    return _gof(observed, expected_probs, _row_g)
 
 
 def chi2_test(observed, expected_probs) -> GofResult:
     """Pearson's chi-square test; same conventions as :func:`g_test`."""
-    obs, pr = _prepare(observed, expected_probs)
-    stat, dof = 0.0, 0
-    for o, p in zip(obs, pr, strict=True):
-        n = o.sum()
-        if n == 0:
-            continue
-        if p.sum() <= 0:
-            raise ValueError("each row of expected_probs needs positive mass")
-        p = p / p.sum()
-        if (o[p == 0] > 0).any():
-            return GofResult(math.inf, max(int((p > 0).sum()) - 1, 1), 0.0)
-        e = n * p
-        m = p > 0
-        stat += float(((o[m] - e[m]) ** 2 / e[m]).sum())
-        dof += int(m.sum()) - 1
-    dof = max(dof, 1)
-    return GofResult(stat, dof, chi2_sf(stat, dof))
+    return _gof(observed, expected_probs, _row_pearson)

@@ -260,7 +260,7 @@ def main(argv=None) -> dict:
     R["alpha"]["positions_all"] = position_stats([r for v in by_task.values() for r in v], K)
 
     # 3. k sweep on code, greedy, against our own autoregressive loop
-    sweep = {}
+    sweep, sweep_logs = {}, {}
     for kk in range(args.k_max + 1):
         runs = []
         for r in range(reps):
@@ -271,6 +271,8 @@ def main(argv=None) -> dict:
                 res = llm.speculative_generate(target, draft, ids["code"], k=kk, temperature=0,
                                                max_new_tokens=n, generator=gen(r))
             runs.append(res)
+        sweep_logs[kk] = ([x for r_ in runs for x in r_.target_log[1:]],  # no prefills
+                          [x for r_ in runs for x in r_.draft_log[1:]])
         s = summarize(runs[0])
         s["time_s_all"] = [x.time_s for x in runs]
         s["time_s"] = statistics.median(s["time_s_all"])
@@ -279,15 +281,30 @@ def main(argv=None) -> dict:
             s["N_counts"] = position_stats(runs, kk)["N_counts"]
         sweep[str(kk)] = s
         log("sweep k", kk, round(s["tokens_per_s"], 2), "tok/s")
+    # the same costs measured inside the sweep's own runs (same load, same moment): median
+    # seconds of the target's passes in the k-run (prefill excluded) ÷ its one-token passes
+    # in the plain run; c from the draft's one-token passes pooled over the sweep
+    t_one = statistics.median(t for n_, t in sweep_logs[0][0])
+    d_one = statistics.median(t for kk in range(1, args.k_max + 1)
+                              for n_, t in sweep_logs[kk][1] if n_ == 1)
+    R["costs_in_run"] = {
+        "target_step_s": t_one, "draft_step_s": d_one, "c": t_one / d_one,
+        "V": {str(kk): (statistics.median(t for n_, t in sweep_logs[kk][0] if n_ == kk + 1)
+                        / t_one if kk else 1.0) for kk in range(args.k_max + 1)},
+        "note": "medians over the forward passes of the k sweep itself (prompt prefills "
+                "excluded); a verification pass of the k-run feeds k+1 tokens (the pending "
+                "token and k drafts)"}
+    log("in-run costs", json.dumps(R["costs_in_run"]))
     base = sweep["0"]["time_s"]
     alpha_sweep = R["alpha"]["runs"]["code@0.0"]["alpha_sum_min"]
     ks = np.arange(args.k_max + 1)
-    c = R["costs"]["c"]
-    Vk = np.array([R["costs"]["V"][str(kk)] for kk in ks])
+    c = R["costs_in_run"]["c"]
+    Vk = np.array([R["costs_in_run"]["V"][str(kk)] for kk in ks])
     measured = np.array([base / sweep[str(kk)]["time_s"] for kk in ks])
     pred1 = sm.speedup(alpha_sweep, ks, c)
     pred2 = sm.speedup_with_verification_cost(alpha_sweep, ks, c, Vk)
     R["sweep"] = {"task": "code", "temperature": 0.0, "alpha": alpha_sweep, "runs": sweep,
+                  "costs": "costs_in_run",
                   "k": ks.tolist(), "speedup_measured": measured.tolist(),
                   "speedup_predicted_one_step": np.asarray(pred1).tolist(),
                   "speedup_predicted_measured_V": np.asarray(pred2).tolist(),

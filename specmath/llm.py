@@ -65,6 +65,9 @@ class GenerationResult:
         Forward passes of each model (the prompt prefill included).
     time_s, target_time_s, draft_time_s : float
         Wall-clock seconds for the whole call, and inside each model's forward passes.
+    target_log, draft_log : list of (int, float)
+        For every forward pass: tokens fed and seconds (the first one is the prompt
+        prefill). The cost of a pass scoring m tokens, measured inside real runs.
     k, temperature : the settings used.
     """
 
@@ -77,6 +80,8 @@ class GenerationResult:
     time_s: float = 0.0
     target_time_s: float = 0.0
     draft_time_s: float = 0.0
+    target_log: list[tuple[int, float]] = field(default_factory=list, repr=False)
+    draft_log: list[tuple[int, float]] = field(default_factory=list, repr=False)
     k: int = 0
     temperature: float = 0.0
 
@@ -179,6 +184,7 @@ class _Timed:
         self.cache = _new_cache(model)
         self.calls = 0
         self.seconds = 0.0
+        self.log: list[tuple[int, float]] = []
 
     @torch.inference_mode()
     def __call__(self, ids: list[int], n_logits: int) -> torch.Tensor:
@@ -189,7 +195,9 @@ class _Timed:
                          logits_to_keep=n_logits)
         logits = out.logits[0, -n_logits:]
         _sync(self.device)
-        self.seconds += time.perf_counter() - t0
+        dt = time.perf_counter() - t0
+        self.seconds += dt
+        self.log.append((len(ids), dt))
         self.calls += 1
         self.cache = out.cache
         return logits
@@ -315,6 +323,7 @@ def speculative_generate(target, draft, input_ids, *, k: int, temperature: float
     res.time_s = time.perf_counter() - t_start
     res.target_calls, res.draft_calls = tgt.calls, dft.calls
     res.target_time_s, res.draft_time_s = tgt.seconds, dft.seconds
+    res.target_log, res.draft_log = tgt.log, dft.log
     return res
 
 
@@ -346,6 +355,7 @@ def autoregressive_generate(model, input_ids, *, temperature: float, max_new_tok
     res.tokens = ids[L0:]
     res.time_s = time.perf_counter() - t_start
     res.target_calls, res.target_time_s = m.calls, m.seconds
+    res.target_log = m.log
     return res
 
 
@@ -368,7 +378,8 @@ def pick_device(device=None, dtype=None, *, verbose: bool = True):
     device = torch.device(device)
     if dtype is None:
         if device.type == "cuda":
-            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+            major, _ = torch.cuda.get_device_capability(device)
+            dtype = torch.bfloat16 if major >= 8 else torch.float16  # a T4 is 7.5: fp16
         else:
             dtype = torch.float32
     elif isinstance(dtype, str):

@@ -23,12 +23,18 @@ def _alpha_code_greedy() -> float:
     return _R()["sweep"]["alpha"]
 
 
+def _costs() -> dict:
+    """The costs the chapter's sweep predictions use: measured inside the sweep's runs."""
+    R = _R()
+    return R.get("costs_in_run", R["costs"])
+
+
 def _c() -> float:
-    return _R()["costs"]["c"]
+    return _costs()["c"]
 
 
 def _V(k: int) -> float:
-    return _R()["costs"]["V"][str(k)]
+    return _costs()["V"][str(k)]
 
 
 # ch7-ex1: chapter 5's prediction at k = 2 from the measured α (code, greedy) and c

@@ -107,12 +107,17 @@ def plot_N_histogram(counts, pmf_iid, pmf_mixture=None):
 
 
 def plot_verification_cost(R: dict):
-    """V(k): the time of one target pass scoring k+1 tokens, in one-token steps."""
+    """V(k): the time of one target pass scoring k+1 tokens, in one-token steps: from the
+    microbenchmark and, when recorded, from the passes inside the k sweep."""
     V = R["costs"]["V"]
     k = np.array([int(x) for x in V])
     v = np.array([V[str(x)] for x in k])
     fig, ax = new_axes(width=5.6, height=3.4)
-    ax.plot(k, v, color=PALETTE["target"], marker=MARKERS[0], label="measured V(k)")
+    ax.plot(k, v, color=PALETTE["target"], marker=MARKERS[0], label="V(k), microbenchmark")
+    if "costs_in_run" in R:
+        v2 = np.array([R["costs_in_run"]["V"][str(x)] for x in k])
+        ax.plot(k, v2, color=PALETTE["draft"], marker=MARKERS[1], ls="-.",
+                label="V(k), inside the k sweep")
     ax.plot(k, np.ones_like(v), color=PALETTE["grey"], ls="--", label="one-step assumption")
     ax.plot(k, k + 1.0, color=PALETTE["residual"], ls=":", label="k + 1 separate steps")
     ax.set_xlabel("draft length k (the pass scores k + 1 tokens)")

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import speedup as _sp
+from ..speedup import (
+    tokens_per_iteration_pmf,
+)
 from .style import LINESTYLES, MARKERS, PALETTE, new_axes
 
 __all__ = ["load_results", "results_path", "plot_alpha_by_task", "plot_alpha_by_position",
@@ -173,5 +175,5 @@ def mixture_pmf(R: dict) -> np.ndarray:
     for run in R["alpha"]["runs"].values():
         it = run["positions"]["iterations"]
         if it:
-            tot += it * _sp.tokens_per_iteration_pmf(run["alpha_sum_min"], k)
+            tot += it * tokens_per_iteration_pmf(run["alpha_sum_min"], k)
     return tot / tot.sum()

@@ -51,7 +51,7 @@ book: venv models vendor
 lint: venv
 	$(BIN)/ruff check specmath tests benchmarks scripts
 
-unit: venv
+unit: venv models
 	$(BIN)/python -m pytest -m "not site"
 
 # The browser suite drives Debian's chromium (never `playwright install`); install it when

@@ -19,7 +19,8 @@ settings, date, load average. What it measures, on the pair from ``specmath.llm.
    against ``speedup`` (one-step verification) and ``speedup_with_verification_cost``
    (measured V(k)), and the measured best k against ``optimal_k``;
 4. Hugging Face ``generate``: plain, assisted (``assistant_model``, constant schedule of
-   ``num_assistant_tokens = k``, dynamic threshold off), and prompt lookup
+   ``num_assistant_tokens = k``, dynamic threshold off — set on the *draft's*
+   ``generation_config``, where transformers reads them), and prompt lookup
    (``prompt_lookup_num_tokens``) on an input-grounded task, next to our loop.
 
 GPU note: eager small models on a big GPU are bound by kernel-launch overhead, so c can be
@@ -151,16 +152,31 @@ def hf_generate(target, ids, n, *, temperature, seed, draft=None, k=None, lookup
     else:
         kw.update(do_sample=True, temperature=temperature, top_k=0, top_p=1.0)
     kw.update(repetition_penalty=1.0)
+    saved = None
     if draft is not None:
-        kw.update(assistant_model=draft, num_assistant_tokens=k,
-                  num_assistant_tokens_schedule="constant", assistant_confidence_threshold=0.0)
+        # transformers 5.24 reads these three settings from the *assistant's*
+        # generation_config; passed to generate() they are silently ignored (checked: the
+        # draft then runs its defaults, 20 tokens with a dynamic confidence threshold)
+        gc = draft.generation_config
+        names = ("num_assistant_tokens", "num_assistant_tokens_schedule",
+                 "assistant_confidence_threshold")
+        saved = {n_: getattr(gc, n_, None) for n_ in names}
+        gc.num_assistant_tokens = k
+        gc.num_assistant_tokens_schedule = "constant"
+        gc.assistant_confidence_threshold = 0.0
+        kw.update(assistant_model=draft)
     if lookup is not None:
         kw.update(prompt_lookup_num_tokens=lookup)
     torch.manual_seed(seed)
     sync(ids.device)
     t0 = time.perf_counter()
-    with torch.inference_mode():
-        out = target.generate(ids, **kw)
+    try:
+        with torch.inference_mode():
+            out = target.generate(ids, **kw)
+    finally:
+        if saved is not None:
+            for n_, v_ in saved.items():
+                setattr(draft.generation_config, n_, v_)
     sync(ids.device)
     t = time.perf_counter() - t0
     new = out.shape[1] - ids.shape[1]

@@ -122,3 +122,14 @@ def scalar_or_array(a: np.ndarray):
         # 0-d arrays *and* numpy scalars (np.int64 is not an int) become Python numbers
         return a.item() if isinstance(a, np.ndarray | np.generic) else a
     return a
+
+
+def as_nonnegative_float(x, name: str) -> float:
+    """A finite real number ≥ 0 (for example a noise scale or an exponent)."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a number ≥ 0; got {x!r}") from err
+    if not np.isfinite(v) or v < 0:
+        raise ValueError(f"{name} must be a finite number ≥ 0; got {x!r}")
+    return v

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validate import as_generator, as_int
+from ._validate import as_generator, as_int, as_nonnegative_float
 from .distributions import softmax
 
 __all__ = ["zipf_logits", "perturbed_logits", "alpha_at_temperature"]
@@ -40,12 +40,7 @@ def zipf_logits(vocab_size: int, exponent: float = 1.0) -> np.ndarray:
         s ≥ 0 (s = 0 is the uniform distribution).
     """
     V = as_int(vocab_size, "vocab_size", minimum=1)
-    try:
-        s = float(exponent)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"exponent must be a number ≥ 0; got {exponent!r}") from err
-    if not np.isfinite(s) or s < 0:
-        raise ValueError(f"exponent must be a finite number ≥ 0; got {exponent!r}")
+    s = as_nonnegative_float(exponent, "exponent")
     return -s * np.log(np.arange(1, V + 1, dtype=float))
 
 
@@ -56,12 +51,7 @@ def perturbed_logits(logits, noise: float, rng) -> np.ndarray:
     shape (contexts, V) to perturb each context independently.
     """
     z = _as_logits(logits, "logits")
-    try:
-        s = float(noise)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"noise must be a number ≥ 0; got {noise!r}") from err
-    if not np.isfinite(s) or s < 0:
-        raise ValueError(f"noise must be a finite number ≥ 0; got {noise!r}")
+    s = as_nonnegative_float(noise, "noise")
     rng = as_generator(rng)
     return z + s * rng.standard_normal(z.shape)
 

@@ -7,7 +7,7 @@ import numpy as np
 from ..acceptance import acceptance_probability
 from ..distributions import mix, tv_distance
 from ..tv import event_gaps
-from .style import PALETTE, new_axes
+from .style import PALETTE, axes_or_new
 
 __all__ = ["plot_overlap", "plot_event_gaps", "plot_alpha_vs_weight", "plot_alpha_vs_shift"]
 
@@ -20,10 +20,7 @@ def plot_overlap(p, q, ax=None, *, title: str | None = None, legend: bool = True
     """
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     x = np.arange(p.size)
     overlap = np.minimum(p, q)
     ax.bar(x, overlap, width=0.8, color=PALETTE["overlap"], alpha=0.45, hatch="//",
@@ -45,10 +42,7 @@ def plot_overlap(p, q, ax=None, *, title: str | None = None, legend: bool = True
 def plot_event_gaps(p, q, ax=None):
     """P(A) − Q(A) for every event A of a small vocabulary, sorted; the top one is TV (ch. 3)."""
     events, gaps = event_gaps(p, q)
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     order = np.argsort(gaps)
     ax.plot(np.arange(gaps.size), gaps[order], color=PALETTE["grey"], lw=1.5, ls="-",
             label="P(A) − Q(A), all events, sorted")
@@ -67,10 +61,7 @@ def plot_alpha_vs_weight(p, q, ax=None, *, n: int = 41, mark: float | None = Non
     """α and TV of the draft mixed toward the target, (1 − w)·q + w·p, against w (ch. 3)."""
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     w = np.linspace(0.0, 1.0, n)
     drafts = mix(p, q, w[:, None])
     alpha = acceptance_probability(np.broadcast_to(p, drafts.shape), drafts)
@@ -93,10 +84,7 @@ def plot_alpha_vs_shift(shifts, temperatures, ax=None):
     from ..tv import overlap_pair
     from .style import LINESTYLES, MARKERS
 
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     shifts = np.asarray(shifts, dtype=float)
     for i, t in enumerate(temperatures):
         a = [acceptance_probability(*overlap_pair(s, t, 0.0)) for s in shifts]

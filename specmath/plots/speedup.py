@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..speedup import optimal_k, optimal_k_continuous, speedup
-from .style import LINESTYLES, MARKERS, PALETTE, new_axes, style_axes
+from .style import LINESTYLES, MARKERS, PALETTE, axes_or_new, style_axes
 
 __all__ = ["speedup_continuous", "speedup_heatmap", "best_k_heatmap", "speedup_vs_k",
            "scenario_curves"]
@@ -44,10 +44,7 @@ def speedup_heatmap(alphas, cs, k_max: int = 32, ax=None, levels=(1.25, 1.5, 2, 
     A, C = np.meshgrid(alphas, cs)
     K = optimal_k(A, C, k_max=k_max)
     S = speedup(A, K, C)
-    if ax is None:
-        fig, ax = new_axes(width=6.0, height=4.2)
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax, width=6.0, height=4.2)
     norm = plt.matplotlib.colors.LogNorm(1, max(S.max(), 1.01))
     mesh = ax.pcolormesh(A, C, S, cmap="cividis", shading="auto", norm=norm)
     cb = fig.colorbar(mesh, ax=ax)
@@ -73,10 +70,7 @@ def best_k_heatmap(alphas, cs, k_max: int = 32, ax=None):
     alphas, cs = np.asarray(alphas, float), np.asarray(cs, float)
     A, C = np.meshgrid(alphas, cs)
     K = optimal_k(A, C, k_max=k_max)
-    if ax is None:
-        fig, ax = new_axes(width=6.0, height=4.2)
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax, width=6.0, height=4.2)
     top = int(K.max())
     bounds = np.arange(-0.5, top + 1.5, 1.0)
     cmap = plt.get_cmap("cividis", len(bounds) - 1)
@@ -98,10 +92,7 @@ def best_k_heatmap(alphas, cs, k_max: int = 32, ax=None):
 def speedup_vs_k(alpha: float, c: float, k_max: int = 16, k=None, ax=None, label=None,
                  color=None, marker="o", linestyle="-"):
     """S(k) at integer k (markers) and real k (line), with the best k of each marked (ch. 5)."""
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     color = color or PALETTE["target"]
     ks = np.arange(k_max + 1)
     xs = np.linspace(0, k_max, 400)
@@ -126,10 +117,7 @@ def speedup_vs_k(alpha: float, c: float, k_max: int = 16, k=None, ax=None, label
 
 def scenario_curves(scenarios, k_max: int = 12, ax=None):
     """S(k) for several (name, α, c) scenarios on one axis, each with its own line style."""
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     colors = [PALETTE["draft"], PALETTE["target"], PALETTE["residual"], PALETTE["overlap"]]
     for i, (name, a, c) in enumerate(scenarios):
         speedup_vs_k(a, c, k_max=k_max, ax=ax, label=f"{name}: α = {a:g}, c = {c:g}",

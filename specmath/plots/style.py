@@ -33,3 +33,10 @@ def new_axes(ncols: int = 1, nrows: int = 1, width: float = 6.0, height: float =
         style_axes(ax)
     fig.patch.set_facecolor("white")
     return fig, axes
+
+
+def axes_or_new(ax=None, **kw):
+    """``(ax.figure, ax)`` when an axes is given, else a new styled figure (see :func:`new_axes`)."""
+    if ax is None:
+        return new_axes(**kw)
+    return ax.figure, ax

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .style import LINESTYLES, MARKERS, PALETTE, new_axes
+from .style import LINESTYLES, MARKERS, PALETTE, axes_or_new
 
 __all__ = ["alpha_temperature_curves", "distribution_bars", "alpha_entropy_plot",
            "positional_plot"]
@@ -18,10 +18,7 @@ def alpha_temperature_curves(temperatures, curves: dict, limits: dict | None = N
                              mark_T=None):
     """α(T) curves on a log temperature axis; ``limits`` draws each T → 0 limit as a dotted
     horizontal line in the matching style (ch. 6)."""
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     t = np.asarray(temperatures, float)
     for i, (name, a) in enumerate(curves.items()):
         col = _COLORS[i % len(_COLORS)]
@@ -42,10 +39,7 @@ def alpha_temperature_curves(temperatures, curves: dict, limits: dict | None = N
 def distribution_bars(p, q, ax=None, top: int = 15, title: str | None = None):
     """Bars of the target p and draft q over the ``top`` most likely target tokens, with the
     overlap min(p, q) hatched (its total mass is α)."""
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     p, q = np.asarray(p, float), np.asarray(q, float)
     order = np.argsort(-p, kind="stable")[:top]
     x = np.arange(len(order))
@@ -66,10 +60,7 @@ def distribution_bars(p, q, ax=None, top: int = 15, title: str | None = None):
 
 def alpha_entropy_plot(entropies: dict, alphas: dict, ax=None):
     """Scatter of α against the target's entropy H(p), one marker per group (ch. 6)."""
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     for i, name in enumerate(entropies):
         ax.plot(entropies[name], alphas[name], ls="none", marker=MARKERS[i % len(MARKERS)],
                 color=_COLORS[i % len(_COLORS)], ms=4, alpha=0.6, label=name)
@@ -82,10 +73,7 @@ def alpha_entropy_plot(entropies: dict, alphas: dict, ax=None):
 def positional_plot(alphas, ax=None):
     """Per-position acceptance α_i (bars) and the probability of reaching position j,
     Π_{i≤j} α_i (line), for one or more named profiles (ch. 6)."""
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     n = len(alphas)
     w = 0.8 / n
     for i, (name, a) in enumerate(alphas.items()):

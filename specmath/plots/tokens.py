@@ -5,17 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..speedup import acceptance_rate_from_alpha, expected_tokens, tokens_per_iteration_pmf
-from .style import LINESTYLES, MARKERS, PALETTE, new_axes
+from .style import LINESTYLES, MARKERS, PALETTE, axes_or_new
 
 __all__ = ["plot_pmf", "plot_expected_tokens", "plot_acceptance_rate"]
 
 
 def plot_pmf(alpha: float, k: int, samples=None, ax=None):
     """Bars of P(N = n), n = 1 … k+1, the simulated frequencies and E[N] (ch. 4, eq. pmf)."""
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     pmf = tokens_per_iteration_pmf(alpha, k)
     n = np.arange(1, k + 2)
     ax.bar(n, pmf, width=0.7, color=PALETTE["target"], alpha=0.35, edgecolor=PALETTE["target"],
@@ -39,10 +36,7 @@ def plot_pmf(alpha: float, k: int, samples=None, ax=None):
 
 def plot_expected_tokens(ks=(1, 2, 4, 8, 16), ax=None, *, n: int = 200):
     """E[N] against α for several k, with the k → ∞ limit 1/(1 − α) (ch. 4, limits)."""
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     a = np.linspace(0.0, 0.97, n)
     for i, k in enumerate(ks):
         ax.plot(a, expected_tokens(a, k), ls=LINESTYLES[i % len(LINESTYLES)],
@@ -58,10 +52,7 @@ def plot_expected_tokens(ks=(1, 2, 4, 8, 16), ax=None, *, n: int = 200):
 
 def plot_acceptance_rate(ks=(1, 3, 5, 10), ax=None, *, n: int = 101):
     """Accepted ÷ drafted tokens (what vLLM prints) against α, for several k (ch. 4, metrics)."""
-    if ax is None:
-        fig, ax = new_axes()
-    else:
-        fig = ax.figure
+    fig, ax = axes_or_new(ax)
     a = np.linspace(0.0, 1.0, n)
     ax.plot(a, a, color=PALETTE["grey"], lw=1.2, ls="-", label="α itself (k = 1)")
     for i, k in enumerate(ks):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validate import as_generator, as_int, as_nonnegative_float
+from .acceptance import acceptance_probability
 from .distributions import softmax
 
 __all__ = ["zipf_logits", "perturbed_logits", "alpha_at_temperature"]
@@ -90,7 +91,7 @@ def alpha_at_temperature(target_logits, draft_logits, temperature, draft_tempera
     for idx in np.ndindex(t.shape):
         p = softmax(zp, t[idx])
         q = softmax(zq, tq[idx])
-        out[idx] = np.minimum(p, q).sum(axis=-1)
+        out[idx] = acceptance_probability(p, q)
     if out.ndim == 0:
         return float(out)
     return out

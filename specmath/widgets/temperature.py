@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..acceptance import acceptance_probability
 from ..distributions import softmax, top1_agreement
 from ..plots.style import PALETTE, new_axes
 from ..plots.temperature import alpha_temperature_curves, distribution_bars
@@ -25,7 +26,7 @@ def temperature_figure(target_logits, draft_logits, T: float = 1.0, top: int = 1
     T → 0 limit (top-1 agreement)."""
     fig, (left, right) = new_axes(ncols=2, width=9.5, height=3.6)
     p, q = softmax(target_logits, T), softmax(draft_logits, T)
-    a = float(np.minimum(p, q).sum())
+    a = float(acceptance_probability(p, q))
     distribution_bars(p, q, ax=left, top=top, title=f"T = {T:.3g}: α = Σ min(p, q) = {a:.3f}")
     ts = np.logspace(-2, 2, 121)
     agree = float(top1_agreement(softmax(target_logits), softmax(draft_logits)))

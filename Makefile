@@ -9,11 +9,12 @@ PIP := $(BIN)/python -m pip -q --disable-pip-version-check
 QUIET := 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: venv models vendor chromium book test lint unit site-test notebooks student clean help
+.PHONY: venv models vendor chromium book reader-notebooks test lint unit site-test notebooks student clean help
 
 help:
 	@echo "make book   - create .venv, install everything, build the site (_build/html)"
 	@echo "make test   - lint, unit tests, build the site, browser tests"
+	@echo "make reader-notebooks - refresh notebooks/ (the Colab notebooks) after editing book/md"
 	@echo "make student - the student edition of the notebooks (no solutions, no outputs) in student/"
 
 # ---- environment (idempotent: re-runs only when the requirement files change)
@@ -44,8 +45,16 @@ $(VENDOR_STAMP): scripts/vendor/package.json scripts/vendor/package-lock.json sc
 
 vendor: $(VENDOR_STAMP)
 
+# The website, then the reader notebooks for Colab and Jupyter from the same doctrees
+# (sphinx-tojupyter; seconds, since execution is cached): _build/jupyter/book/*.ipynb.
 book: venv models vendor
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
+	$(BIN)/jupyter-book build . --all $(BOOK_FLAGS) --builder custom --custom-builder jupyter
+
+# Copy the freshly built reader notebooks into notebooks/ (commit them: Colab opens them
+# from the repository; the site test fails when they are stale).
+reader-notebooks: book
+	$(BIN)/python scripts/reader_notebooks.py
 
 # ---- tests
 lint: venv
@@ -72,7 +81,7 @@ test: lint unit book site-test
 
 # ---- the classroom edition: solutions and outputs removed (make book stays the full one)
 student: venv
-	$(BIN)/python scripts/make_student.py --out student
+	$(BIN)/python scripts/make_student.py --src notebooks --out student
 
 # ---- notebooks are authored as MyST markdown (book/md) and committed as .ipynb
 notebooks: venv

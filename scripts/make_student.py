@@ -1,17 +1,19 @@
 """Write the student edition of the chapter notebooks (``make student``).
 
-For every ``book/NN_*.ipynb`` it writes ``student/NN_*.ipynb`` with
+Built from the **reader notebooks** (``notebooks/NN_*.ipynb``, plain Markdown with the
+website's numbers, see ``scripts/reader_notebooks.py``), so exercise statements show the
+values they ask about. For every chapter it writes ``student/NN_*.ipynb`` with
 
-* every solution removed: the text and code from a ``{solution-start}`` directive through
-  its ``{solution-end}`` (inclusive), and any ``{solution}`` block;
+* every solution removed: the reader notebooks keep each solution in one collapsed
+  ``<details>`` cell tagged ``solution``, and that cell goes;
 * in its place, an empty code cell for the student's work, which names the exercise and
   the checker call (``check("chN-exM", answer)``) to run;
-* the exercise statements (with the checker calls they mention) and everything else kept;
+* the exercise statements (cells tagged ``exercise``) and everything else kept;
 * all outputs, execution counts and saved widget state cleared.
 
 ``make book`` remains the instructor edition (solutions in collapsed drop-downs).
 
-Usage: ``python scripts/make_student.py [--src book] [--out student]``.
+Usage: ``python scripts/make_student.py [--src notebooks] [--out student]``.
 """
 
 from __future__ import annotations
@@ -23,16 +25,11 @@ from pathlib import Path
 
 import nbformat
 
-FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|:{3,})\{(?P<name>[A-Za-z:_-]+)\}"
-                   r"(?P<arg>.*)$")
 NOTE = ("> **Student edition.** The solutions are removed. After each exercise there is an "
         "empty cell for your work; `check(\"key\", answer)` from `specmath.exercises` says "
         "whether an answer is right, and how far off it is if not, without revealing it.")
 
-
-def _closes(line: str, fence: str) -> bool:
-    s = line.strip()
-    return len(s) >= len(fence) and set(s) == {fence[0]}
+_LABEL = re.compile(r'<a id="(ch\d+-ex\d+)"></a>')
 
 
 def _placeholder(label: str | None) -> nbformat.NotebookNode:
@@ -44,75 +41,37 @@ def _placeholder(label: str | None) -> nbformat.NotebookNode:
     return nbformat.v4.new_code_cell(src)
 
 
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
 def strip_solutions(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, list[str]]:
     """Return (student notebook, labels of the solutions removed); ``nb`` is not modified."""
     out = nbformat.v4.new_notebook(metadata={k: v for k, v in nb.metadata.items()
                                              if k != "widgets"})
     labels: list[str] = []
-    in_solution = False   # between solution-start and solution-end
     label: str | None = None
-
-    def emit_markdown(lines: list[str]) -> None:
-        text = "\n".join(lines).strip("\n")
-        if text.strip():
-            out.cells.append(nbformat.v4.new_markdown_cell(text))
-
     for cell in nb.cells:
-        if cell.cell_type != "markdown":
-            if not in_solution:
-                new = nbformat.v4.new_code_cell(cell.source) if cell.cell_type == "code" \
-                    else nbformat.v4.new_raw_cell(cell.source)
-                new.metadata = dict(cell.metadata)
-                new.metadata.pop("execution", None)
-                out.cells.append(new)
+        if "exercise" in _tags(cell):
+            m = _LABEL.search(cell.source)
+            label = m.group(1) if m else label
+        if "solution" in _tags(cell):
+            labels.append(label or "?")
+            out.cells.append(_placeholder(label))
             continue
-        kept: list[str] = []
-        lines = cell.source.split("\n")
-        i = 0
-        while i < len(lines):
-            line = lines[i]
-            m = FENCE.match(line)
-            name = m.group("name") if m else None
-            if in_solution:
-                if name == "solution-end":
-                    # skip the directive through its closing fence, then resume
-                    j = i + 1
-                    while j < len(lines) and not _closes(lines[j], m.group("fence")):
-                        j += 1
-                    i = j + 1
-                    in_solution = False
-                    emit_markdown(kept)
-                    kept = []
-                    out.cells.append(_placeholder(label))
-                    continue
-                i += 1
-                continue
-            if name == "solution-start":
-                in_solution = True
-                label = m.group("arg").strip() or None
-                labels.append(label or "?")
-                i += 1
-                continue
-            if name == "solution":
-                # a self-contained solution block: drop it through its closing fence
-                j = i + 1
-                while j < len(lines) and not _closes(lines[j], m.group("fence")):
-                    j += 1
-                labels.append(m.group("arg").strip() or "?")
-                emit_markdown(kept)
-                kept = []
-                out.cells.append(_placeholder(m.group("arg").strip() or None))
-                i = j + 1
-                continue
-            kept.append(line)
-            i += 1
-        emit_markdown(kept)
-    if in_solution:
-        raise ValueError("a solution-start has no matching solution-end")
-    # the student-edition note, after the title
+        if cell.cell_type == "code":
+            new = nbformat.v4.new_code_cell(cell.source)
+        elif cell.cell_type == "markdown":
+            new = nbformat.v4.new_markdown_cell(cell.source)
+        else:
+            new = nbformat.v4.new_raw_cell(cell.source)
+        new.metadata = {k: v for k, v in cell.metadata.items() if k != "execution"}
+        out.cells.append(new)
     title = next((k for k, c in enumerate(out.cells)
                   if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")), -1)
     out.cells.insert(title + 1, nbformat.v4.new_markdown_cell(NOTE))
+    for i, c in enumerate(out.cells):
+        c["id"] = f"s{i:03d}"
     nbformat.validate(out)
     return out, labels
 
@@ -139,7 +98,7 @@ def make_student(src: Path, dst: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     repo = Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--src", type=Path, default=repo / "book")
+    ap.add_argument("--src", type=Path, default=repo / "notebooks")
     ap.add_argument("--out", type=Path, default=repo / "student")
     args = ap.parse_args(argv)
     written = make_student(args.src, args.out)

@@ -1,9 +1,11 @@
 """The student edition (`make student`, scripts/make_student.py).
 
-Proves that no solution survives (no solution directive, no line of solution text, no
-solution code cell), that every exercise statement and the checker calls it names are
-kept, that outputs are cleared, and that each student notebook still runs, in a fresh
-kernel, up to its first exercise. Works with whatever chapters exist.
+The student edition is built from the reader notebooks (``notebooks/``), so exercise
+statements show their numbers. Proves that no solution survives (checked against an
+independent reading of the MyST sources: no line of solution text, no solution code, no
+collapsed solution cell), that no MyST syntax is left, that every exercise statement and
+the checker calls it names are kept, that outputs are cleared, and that each student
+notebook still runs, in a fresh kernel, up to its first exercise.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
+READER = REPO / "notebooks"
 CHAPTERS = sorted(BOOK.glob("[0-9][0-9]_*.ipynb"))
 CHAPTER_PARAMS = [p.name for p in CHAPTERS] or [
     pytest.param("-", marks=pytest.mark.skip(reason="no chapter notebooks yet"))]
@@ -33,7 +36,7 @@ def _load_maker():
 @pytest.fixture(scope="module")
 def student_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("student")
-    _load_maker().make_student(BOOK, out)
+    _load_maker().make_student(READER, out)
     return out
 
 
@@ -61,8 +64,15 @@ def test_no_solution_survives_in_the_student_edition(student_dir, name):
     student = nbformat.read(student_dir / name, as_version=4)
     nbformat.validate(student)
     everything = "\n".join(c.source for c in student.cells)
-    for marker in ("{solution-start}", "{solution-end}", "{solution}"):
+    for marker in ("{solution-start}", "{solution-end}", "{solution}", "<details>",
+                   "Solution to Exercise"):
         assert marker not in everything, f"{name}: {marker} left in the student edition"
+    assert not [c for c in student.cells if "solution" in c.metadata.get("tags", [])]
+    from test_reader_notebooks import raw_myst
+
+    for c in student.cells:
+        if c.cell_type == "markdown":
+            assert not raw_myst(c.source), f"{name}: raw MyST in the student edition"
     code, text, outside = _solution_parts(original)
     for src in code:
         if src.strip():
@@ -80,7 +90,9 @@ def test_exercises_and_their_checker_calls_are_kept(student_dir, name):
     src_o = "\n".join(c.source for c in original.cells if c.cell_type == "markdown")
     src_s = "\n".join(c.source for c in student.cells if c.cell_type == "markdown")
     exercises = re.findall(r"\{exercise(?:-start)?\}.*", src_o)
-    assert len(re.findall(r"\{exercise(?:-start)?\}.*", src_s)) == len(exercises)
+    statements = [c for c in student.cells if "exercise" in c.metadata.get("tags", [])]
+    assert len({re.search(r'<a id="([^"]+)"', c.source).group(1) for c in statements
+                if '<a id="' in c.source}) == len(exercises)
     _, _, outside = _solution_parts(original)
     keys = set(re.findall(r'check\("(ch\d+-ex\d+)"', outside))
     for key in keys:
@@ -107,10 +119,9 @@ def test_student_notebook_runs_up_to_its_first_exercise(student_dir, name):
 
     student = nbformat.read(student_dir / name, as_version=4)
     first = next((i for i, c in enumerate(student.cells)
-                  if c.cell_type == "markdown" and re.search(r"\{exercise", c.source)),
-                 len(student.cells))
+                  if "exercise" in c.metadata.get("tags", [])), len(student.cells))
     assert first < len(student.cells), f"{name} has no exercise"
     student.cells = student.cells[:first]
     client = NotebookClient(student, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(BOOK)}})
+                            resources={"metadata": {"path": str(READER)}})
     client.execute()  # raises CellExecutionError, with the cell and traceback, on failure

@@ -39,7 +39,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-dev-shm-usage"]
 SCREENSHOTS = "_screenshots"
 # Folders of the build that are assets, not pages.
-_NOT_PAGES = {"_static", "_sources", "_images", "_downloads", SCREENSHOTS, ".doctrees",
+_NOT_PAGES = {"_static", "_sources", "_images", "_downloads", SCREENSHOTS, ".doctrees", "_reader",
               "jupyter_execute"}
 
 
@@ -239,16 +239,14 @@ def repo_config() -> dict:
 
 
 def expected_colab(page: str) -> str:
-    """The Colab URL of the chapter notebook behind ``page``, from _config.yml."""
+    """The Colab URL of the reader notebook of ``page`` (``notebooks/NN_*.ipynb``)."""
     cfg = repo_config()
     url = cfg["repository"]["url"].rstrip("/")
     org_repo = "/".join(urlsplit(url).path.strip("/").split("/")[:2])
     branch = cfg["repository"].get("branch", "main")
-    book = (cfg["repository"].get("path_to_book") or "").strip("/")
     colab = cfg["launch_buttons"]["colab_url"].rstrip("/")
-    nb = page[: -len(".html")] + ".ipynb"
-    path = f"{book}/{nb}" if book else nb
-    return f"{colab}/github/{org_repo}/blob/{branch}/{path}"
+    nb = page[: -len(".html")].rsplit("/", 1)[-1] + ".ipynb"
+    return f"{colab}/github/{org_repo}/blob/{branch}/notebooks/{nb}"
 
 
 # ---- one visit per page -----------------------------------------------------------------

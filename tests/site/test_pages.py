@@ -156,8 +156,9 @@ def test_colab_button_opens_this_chapters_notebook(site, visit, page):
     want = expected_colab(page)
     assert colab, f"{page}: no Colab launch button"
     assert set(colab) == {want}, f"{page}: Colab button points at {colab}, expected {want}"
-    assert (REPO / (page[: -len(".html")] + ".ipynb")).is_file(), (
-        f"{page}: the Colab link names a notebook that is not in the repository")
+    reader = REPO / "notebooks" / (page[: -len(".html")].rsplit("/", 1)[-1] + ".ipynb")
+    assert reader.is_file(), (
+        f"{page}: the Colab link names a reader notebook that is not in the repository")
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -1,0 +1,94 @@
+"""The reader notebooks (``notebooks/``, what Colab opens) are plain Markdown + LaTeX.
+
+Proves, without a build, that every chapter has a reader notebook; that no MyST syntax
+survives in it (no roles, no directive fences, no ``:label:`` lines, no ``$$ (label)``
+suffixes); that its code cells are the chapter's code cells, unchanged and in order, with
+the Colab install cell first; and that every exercise is numbered and every solution sits
+in a collapsed ``<details>`` cell. Whether they are *up to date* with the sources is
+checked after the build, in ``tests/site/test_reader_notebooks.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BOOK = REPO / "book"
+READER = REPO / "notebooks"
+CHAPTERS = sorted(p.name for p in BOOK.glob("[0-9][0-9]_*.ipynb"))
+
+#: MyST constructs that must not reach a reader: a role ``{name}`text```, a directive fence
+#: (```{name} or :::{name}), an option line (``:label: x``) and an equation label suffix.
+RAW_MYST = {
+    "role": re.compile(r"\{[a-zA-Z][\w:-]*\}`"),
+    "directive fence": re.compile(r"^\s*(`{3,}|:{3,})\{[\w:-]+\}", re.M),
+    "option line": re.compile(r"^:(label|class|name|nonumber|tags):", re.M),
+    "equation label": re.compile(r"\$\$\s*\([\w:-]+\)"),
+}
+
+
+def raw_myst(text: str) -> list[str]:
+    """Names of the MyST constructs found in ``text`` (empty when it reads as Markdown)."""
+    return [name for name, rx in RAW_MYST.items() if rx.search(text)]
+
+
+def test_raw_myst_detector_catches_each_construct():
+    assert raw_myst("see {eq}`ch5-x` here") == ["role"]
+    assert raw_myst("```{prf:theorem} T\n:label: ch5-t\n") == ["directive fence", "option line"]
+    assert raw_myst("$$\nx\n$$ (ch5-eq)") == ["equation label"]
+    assert raw_myst("**Theorem 5.1 (T).** $x^2$ and `code` and [(5.1)](https://x/#e)") == []
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_every_chapter_has_a_reader_notebook(name):
+    assert (READER / name).is_file(), f"notebooks/{name} missing: run `make reader-notebooks`"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_reader_notebook_has_no_raw_myst(name):
+    nb = nbformat.read(READER / name, as_version=4)
+    for i, c in enumerate(nb.cells):
+        if c.cell_type == "markdown":
+            found = raw_myst(c.source)
+            assert not found, f"notebooks/{name} cell {i}: raw MyST ({found}):\n{c.source[:400]}"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_reader_code_cells_are_the_chapters_code_cells_unchanged(name):
+    src = nbformat.read(BOOK / name, as_version=4)
+    nb = nbformat.read(READER / name, as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    # solutions' code is shown inside their <details> cell, not as code cells
+    solution_code = "\n".join(c.source for c in nb.cells if "solution" in c.metadata.get(
+        "tags", []))
+    want = [c.source for c in src.cells if c.cell_type == "code"]
+    kept = [s for s in want if s in code]
+    assert kept == code, f"notebooks/{name}: code cells differ from book/{name}"
+    for s in want:
+        if s not in code:
+            assert s.strip() in solution_code, f"notebooks/{name}: a code cell is lost:\n{s}"
+    first = next(c for c in nb.cells if c.cell_type == "code")
+    assert "google.colab" in first.source, "the Colab install cell must be the first code cell"
+    assert all(not c.outputs for c in nb.cells if c.cell_type == "code")
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_exercises_are_numbered_and_solutions_collapsed(name):
+    src = nbformat.read(BOOK / name, as_version=4)
+    nb = nbformat.read(READER / name, as_version=4)
+    md = "\n".join(c.source for c in src.cells if c.cell_type == "markdown")
+    labels = re.findall(r"```\{exercise\}[^\n]*\n:label: (\S+)", md)
+    chapter = int(name[:2])
+    heads = [c for c in nb.cells if "exercise" in c.metadata.get("tags", [])]
+    for i, label in enumerate(labels, start=1):
+        cell = next((c for c in heads if f'<a id="{label}"></a>' in c.source), None)
+        assert cell is not None, f"notebooks/{name}: exercise {label} missing"
+        assert f"**Exercise {chapter}.{i}" in cell.source, cell.source[:200]
+    sols = [c for c in nb.cells if "solution" in c.metadata.get("tags", [])]
+    assert len(sols) == md.count("{solution-start}")
+    for c in sols:
+        assert c.source.startswith("<details>") and c.source.rstrip().endswith("</details>")

@@ -190,6 +190,10 @@ def _make_translator(base):
             self.markdown_lines.append("](" + url.replace("(", "%28").replace(")", "%29") + ")")
             self.in_reference = False
 
+        # {numref} resolves to Sphinx's number_reference, a subclass of reference
+        visit_number_reference = visit_reference
+        depart_number_reference = depart_reference
+
         # ---- sphinx-proof -------------------------------------------------------------
         def _format_proof_title(self, node, directive_name, display_name=None):
             display_name = display_name or directive_name.title()

@@ -156,6 +156,28 @@ def _make_translator(base):
                 self.markdown_lines.append(LIVE_NOTE)
             super().depart_inline(node)
 
+        # ---- inline markup, also inside tables (sphinx-tojupyter wrote it outside) -------
+        def _emit(self, text: str) -> None:
+            if self.table_builder:
+                self.table_builder["line_pending"] += text
+            else:
+                self.markdown_lines.append(text)
+
+        def visit_strong(self, node):
+            self._emit("**")
+
+        depart_strong = visit_strong
+
+        def visit_emphasis(self, node):
+            self._emit("*")
+
+        depart_emphasis = visit_emphasis
+
+        def visit_literal(self, node):
+            self._emit("`")
+
+        depart_literal = visit_literal
+
         # ---- links to the published site -------------------------------------------------
         def _site_url(self, node) -> str | None:
             if "refuri" in node:
@@ -181,13 +203,13 @@ def _make_translator(base):
             if self.in_topic or self.in_toctree:
                 return super().visit_reference(node)
             self.in_reference = True
-            self.markdown_lines.append("[")
+            self._emit("[")
 
         def depart_reference(self, node):
             if self.in_topic or self.in_toctree:
                 return super().depart_reference(node)
             url = self._site_url(node) or ""
-            self.markdown_lines.append("](" + url.replace("(", "%28").replace(")", "%29") + ")")
+            self._emit("](" + url.replace("(", "%28").replace(")", "%29") + ")")
             self.in_reference = False
 
         # {numref} resolves to Sphinx's number_reference, a subclass of reference

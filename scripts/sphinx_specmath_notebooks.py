@@ -328,9 +328,11 @@ def _make_translator(base):
             for c in self.output["cells"][n:]:
                 c.metadata.setdefault("tags", []).append("solution")
 
-    for name in ("note", "tip", "warning", "important", "hint", "caution", "attention",
-                 "danger", "error", "seealso"):
-        def _visit(self, node, _t=name.title() if name != "seealso" else "See also"):
+    titles = {n: n.title() for n in ("note", "tip", "warning", "important", "hint", "caution",
+                                      "attention", "danger", "error")}
+    titles["seealso"] = "See also"
+    for name, title in titles.items():
+        def _visit(self, node, _t=title):
             self._start_quote(node, _t)
 
         def _depart(self, node):

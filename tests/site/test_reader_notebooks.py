@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
-from sitekit import REPO, SITE, html_ids, offline_page
+from sitekit import REPO, html_ids, offline_page
 
 BUILT = REPO / "_build" / "jupyter" / "book"
 READER = REPO / "notebooks"

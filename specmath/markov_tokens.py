@@ -23,7 +23,7 @@ import numpy as np
 from ._validate import as_int
 from .toy import MarkovLM
 
-__all__ = ["IterationChain", "iteration_chain", "expected_tokens_markov"]
+__all__ = ["IterationChain", "iteration_chain", "expected_tokens_markov", "stationary_law"]
 
 
 class IterationChain:
@@ -58,6 +58,21 @@ def _stationary(T: np.ndarray) -> np.ndarray:
     pi, *_ = np.linalg.lstsq(A, b, rcond=None)
     pi = np.clip(pi, 0.0, None)
     return pi / pi.sum()
+
+
+def stationary_law(transition) -> np.ndarray:
+    """The stationary law π of a row-stochastic matrix (π T = π, Σ π = 1).
+
+    Used for the start states of iterations (ch. 4, theorem renewal) and for the contexts a
+    Markov toy visits in the long run at a given temperature (ch. 6). Unique when the
+    chain is irreducible.
+    """
+    from ._validate import as_distribution
+
+    T = as_distribution(transition, "transition", min_ndim=2)
+    if T.ndim != 2 or T.shape[0] != T.shape[1]:
+        raise ValueError(f"transition must be a square matrix; got shape {T.shape}")
+    return _stationary(T)
 
 
 def iteration_chain(target: MarkovLM, draft: MarkovLM, k: int) -> IterationChain:

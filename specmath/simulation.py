@@ -6,7 +6,8 @@ import numpy as np
 
 from ._validate import as_count, as_generator, as_int, as_probability
 
-__all__ = ["simulate_tokens_per_iteration", "simulate_tokens_per_iteration_loop"]
+__all__ = ["simulate_tokens_per_iteration", "simulate_tokens_per_iteration_loop",
+           "adaptive_decode"]
 
 
 def simulate_tokens_per_iteration(alpha, k, n_iterations: int, rng) -> np.ndarray:
@@ -69,3 +70,57 @@ def simulate_tokens_per_iteration_loop(alpha: float, k: int, n_iterations: int, 
                 break
         out[it] = tokens
     return out
+
+
+def adaptive_decode(target, draft, n_tokens: int, k_max: int, threshold: float, rng,
+                    context=(), rule: str = "stop"):
+    """Speculative decoding of the Markov toy with a draft that decides when to stop (ch. 4).
+
+    The draft proposes tokens one at a time, at most ``k_max`` per iteration. With
+    ``rule="stop"`` it stops after proposing a token x_i whose draft probability
+    q(x_i | ·) is below ``threshold``: whether position i + 1 is drafted depends only on
+    x_1 … x_i, so the draft length is a *stopping time* and the output is still exactly the
+    target's (ch. 4, remark stopping-time). ``rule="drop"`` is the biased variant the
+    remark warns about: it samples x_i, and if q(x_i | ·) is below the threshold it
+    discards x_i and stops, so the tokens it proposes are no longer draws from q.
+
+    Returns ``(tokens, tokens_per_iteration)``: the first ``n_tokens`` emitted tokens
+    (context excluded) and N for each iteration.
+    """
+    from .acceptance import speculative_step
+    from .toy import MarkovLM
+
+    if not isinstance(target, MarkovLM) or not isinstance(draft, MarkovLM):
+        raise ValueError("target and draft must be specmath.toy.MarkovLM models")
+    if target.vocab_size != draft.vocab_size:
+        raise ValueError(f"target and draft must share a vocabulary; got {target.vocab_size} "
+                         f"and {draft.vocab_size} tokens")
+    n = as_int(n_tokens, "n_tokens")
+    km = as_int(k_max, "k_max")
+    th = float(as_probability(threshold, "threshold"))
+    if rule not in ("stop", "drop"):
+        raise ValueError(f"rule must be 'stop' or 'drop'; got {rule!r}")
+    rng = as_generator(rng)
+    V = target.vocab_size
+    seq = [int(t) for t in context]
+    start = len(seq)
+    ns = []
+    while len(seq) - start < n:
+        drafted, qs = [], []
+        for _ in range(km):
+            qd = draft.next_distribution(seq + drafted)
+            x = int(rng.choice(V, p=qd))
+            if rule == "drop" and qd[x] < th:
+                break                       # looks at x, then hides it: biased
+            drafted.append(x)
+            qs.append(qd)
+            if rule == "stop" and qd[x] < th:
+                break                       # decided from x_1 … x_i: a stopping time
+        ps = np.asarray([target.next_distribution(seq + drafted[:i])
+                         for i in range(len(drafted) + 1)])
+        q = np.asarray(qs, dtype=float).reshape(len(drafted), V)
+        out = speculative_step(ps, q, np.asarray(drafted, dtype=np.int64), rng)
+        ns.append(len(out))
+        seq.extend(int(t) for t in out)
+    return (np.asarray(seq[start:start + n], dtype=np.int64),
+            np.asarray(ns, dtype=np.int64))

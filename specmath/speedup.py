@@ -18,6 +18,7 @@ __all__ = [
     "speedup",
     "speedup_with_verification_cost",
     "leviathan_walltime_improvement",
+    "operations_factor",
     "optimal_k",
     "optimal_k_continuous",
     "acceptance_rate_from_alpha",
@@ -105,6 +106,28 @@ def leviathan_walltime_improvement(alpha, gamma, c_leviathan):
     if np.isnan(cl).any() or (cl < 0).any() or np.isinf(cl).any():
         raise ValueError("c_leviathan must be a finite number ≥ 0 (draft time ÷ target time)")
     return scalar_or_array(_expected_tokens(a, g) / (g * cl + 1.0))
+
+
+def operations_factor(alpha, k, c_hat=0.0):
+    """Expected arithmetic work per token relative to plain decoding (ch. 5, eq. operations).
+
+    One iteration makes the target score k + 1 positions and the draft produce k tokens,
+    each costing ``c_hat`` of a target token in arithmetic operations; it emits E[N] tokens,
+    while plain decoding spends one target token's operations per token. So the factor is
+    (k + 1 + k ĉ) / E[N] = (1 − α)(k ĉ + k + 1) / (1 − α^(k+1)), Leviathan et al.'s
+    Theorem 3.11 (their γ = k). It is ≥ 1: speculation saves time, not arithmetic.
+    Broadcasts over α, k and ĉ.
+    """
+    a = as_probability(alpha, "alpha")
+    kk = as_count(k, "k")
+    try:
+        ch = np.asarray(c_hat, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"c_hat must be a finite number ≥ 0; got {c_hat!r}") from err
+    if np.isnan(ch).any() or (ch < 0).any() or np.isinf(ch).any():
+        raise ValueError("c_hat must be a finite number ≥ 0 (draft operations per token ÷ "
+                         "target operations per token)")
+    return scalar_or_array((kk + 1.0 + kk * ch) / _expected_tokens(a, kk))
 
 
 def optimal_k(alpha, c, k_max: int = 64):

@@ -68,6 +68,57 @@ def test_alpha_is_linear_in_the_mixing_weight(seed, V, w):
     assert sm.tv_distance(p, sm.mix(p, q, w)) == pytest.approx((1 - w) * (1 - a0), abs=1e-12)
 
 
+@given(st.integers(0, 10_000), st.integers(2, 40), st.floats(0.0, 0.95))
+def test_mixing_closes_a_constant_amount_and_a_growing_fraction_of_the_gap(seed, V, w):
+    """Issue 9 item 4: dα/dw = 1 − α₀ (same amount); fraction of remaining gap = 1/(1 − w)."""
+    p, q = _pair(seed, V)
+    a0 = sm.acceptance_probability(p, q)
+    h = 1e-3
+    a = sm.acceptance_probability(p, sm.mix(p, q, w))
+    a_h = sm.acceptance_probability(p, sm.mix(p, q, w + h))
+    assert (a_h - a) / h == pytest.approx(1 - a0, abs=1e-8)
+    if a0 < 1 - 1e-6:
+        assert ((a_h - a) / h) / (1 - a) == pytest.approx(1 / (1 - w), rel=1e-6)
+
+
+def test_sharpened_copy_over_proposes_only_tokens_above_the_threshold_not_every_mode():
+    """Issue 9 item 9: at T = 0.5 the second mode (token 8) is under-proposed."""
+    T = 0.5
+    p, q = overlap_pair(0.0, T)
+    Z = (p ** (1 / T)).sum()
+    tau = Z ** (T / (1 - T))
+    np.testing.assert_array_equal(q > p, p > tau)
+    assert sm.acceptance_probability(p, q) == pytest.approx(q[p <= tau].sum() + p[p > tau].sum(),
+                                                            abs=1e-15)
+    peaks = [i for i in range(1, p.size - 1) if p[i - 1] < p[i] > p[i + 1]]
+    assert len(peaks) == 2
+    main, second = max(peaks, key=lambda i: p[i]), min(peaks, key=lambda i: p[i])
+    assert q[main] > p[main] and q[second] < p[second] and second == 8
+    assert round(p[8], 3) == 0.108 and round(q[8], 3) == 0.104
+
+
+def _sinkhorn_coupling(q, p, rng, sweeps=200):
+    J = rng.gamma(0.3, size=(q.size, p.size)) + 1e-12
+    for _ in range(sweeps):
+        J *= (q / J.sum(axis=1))[:, None]
+        J *= (p / J.sum(axis=0))[None, :]
+    return J
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_coupling_inequality_holds_for_random_couplings_and_is_attained_by_the_rule(seed):
+    rng = np.random.default_rng(seed)
+    p, q = _pair(seed, 8)
+    tv = sm.tv_distance(p, q)
+    for _ in range(40):
+        J = _sinkhorn_coupling(q, p, rng)
+        assert np.allclose(J.sum(axis=0), p) and np.allclose(J.sum(axis=1), q, atol=1e-8)
+        assert 1 - np.trace(J) >= tv - 1e-8
+    keep = np.minimum(1.0, np.divide(p, q, out=np.ones_like(p), where=q > 0))
+    J = np.diag(q * keep) + np.outer(q * (1 - keep), sm.residual_distribution(p, q))
+    assert 1 - np.trace(J) == pytest.approx(tv, abs=1e-12)
+
+
 def test_geometric_mixing_is_not_linear_in_alpha():
     p, q = overlap_pair(1.0)
     ws = np.linspace(0, 1, 21)
@@ -200,6 +251,79 @@ def test_markov_prediction_matches_a_long_speculative_decode(rng):
     assert abs(np.mean(means) - expected_tokens_markov(t, d, k)) < 4 * se
 
 
+def test_iteration_kernel_equals_sum_of_m_power_r_plus_m_power_k_p_and_matches_decodes(rng):
+    # Kernel T = Σ_{n<k} MⁿR + MᵏP (ch. 4, eq. ch4-kernel) by hand; then a row-wise G-test of
+    # observed start-state transitions in 6 decodes at level 1e-3 (false-alarm rate 0.1 %).
+    # Power: against the kernel that draws corrections from p (λ computed below) ≥ 0.99.
+    from scipy import stats as sps
+
+    t, d = sm.toy.toy_pair(6, 0.6, seed=0)
+    k = 4
+    P, Q = t.transition, d.transition
+    M, R = np.minimum(P, Q), np.maximum(P - Q, 0)
+    mp = np.linalg.matrix_power
+    T = sum(mp(M, n) @ R for n in range(k)) + mp(M, k) @ P
+    chain = iteration_chain(t, d, k)
+    np.testing.assert_allclose(chain.kernel, T, atol=1e-14)
+    np.testing.assert_allclose(T.sum(axis=1), 1, atol=1e-12)
+    trans = np.zeros((6, 6))
+    for _ in range(6):
+        r = sm.toy.speculative_decode(t, d, 3_000, k, rng, context=(0,))
+        ends = np.cumsum(r.tokens_per_iteration)
+        ends = ends[ends <= len(r.tokens)] - 1
+        starts = np.concatenate([[0], r.tokens[ends[:-1]]])
+        np.add.at(trans, (starts, r.tokens[ends]), 1)
+    assert sm.stats.g_test(trans, T).pvalue > 1e-3
+    alpha = M.sum(axis=1)
+    wrong = sum(mp(M, n) @ ((1 - alpha)[:, None] * P) for n in range(k)) + mp(M, k) @ P
+    lam = 2 * trans.sum(axis=1) @ (wrong * np.log(wrong / T)).sum(axis=1)
+    assert sps.ncx2.sf(sps.chi2.isf(1e-3, 30), 30, lam) > 0.99
+    assert sm.stats.g_test(trans, wrong).pvalue < 1e-3
+
+
+def test_stationary_law_is_invariant_and_renewal_reward_gives_the_long_run_mean():
+    from specmath.markov_tokens import stationary_law
+
+    t, d = sm.toy.toy_pair(6, 0.6, seed=0)
+    chain = iteration_chain(t, d, 4)
+    pi = stationary_law(chain.kernel)
+    np.testing.assert_allclose(pi @ chain.kernel, pi, atol=1e-12)
+    assert pi.sum() == pytest.approx(1.0) and (pi >= 0).all()
+    assert chain.mean_tokens == pytest.approx(pi @ chain.expected_tokens, rel=1e-12)
+
+
+def test_heterogeneity_raises_and_position_correlation_lowers_en_for_the_chapter_4_pair():
+    # The decomposition chapter 4 reports, exactly: Jensen across iterations (start states
+    # with their own α kept at every position) against correlation between positions.
+    t, d = sm.toy.toy_pair(6, 0.6, seed=0)
+    k = 4
+    chain = iteration_chain(t, d, k)
+    pi, a = chain.stationary, chain.alpha_by_state
+    het = pi @ sm.expected_tokens(a, k)
+    iid_first = sm.expected_tokens(pi @ a, k)
+    assert het > iid_first + 0.02
+    assert chain.mean_tokens < het - 0.03
+    # with one context (identical rows) neither effect exists
+    p, q = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.5, 0.3])
+    t1, d1 = sm.toy.MarkovLM(np.tile(p, (3, 1)), p), sm.toy.MarkovLM(np.tile(q, (3, 1)), q)
+    c1 = iteration_chain(t1, d1, k)
+    assert c1.mean_tokens == pytest.approx(
+        c1.stationary @ sm.expected_tokens(c1.alpha_by_state, k), rel=1e-12)
+
+
+def test_variance_of_n_closed_form_equals_pmf_variance_exactly():
+    def var_closed(a, k):
+        return (a - (2 * k + 1) * (1 - a) * a ** (k + 1) - a ** (2 * k + 2)) / (1 - a) ** 2
+
+    for a in (Fraction(1, 3), Fraction(4, 5), Fraction(97, 100)):
+        for k in range(0, 9):
+            pmf = [a ** (n - 1) * (1 - a) for n in range(1, k + 1)] + [a ** k]
+            mean = sum(n * w for n, w in enumerate(pmf, start=1))
+            second = sum(n * n * w for n, w in enumerate(pmf, start=1))
+            assert var_closed(a, k) == second - mean ** 2
+    assert check("ch4-ex2", var_closed(0.8, 5), quiet=True)
+
+
 def test_iteration_chain_rejects_bad_input():
     t, d = sm.toy.toy_pair(4, 0.5)
     t5, _ = sm.toy.toy_pair(5, 0.5)
@@ -247,9 +371,22 @@ def test_explorers_return_their_controls():
     plt.close("all")
 
 
+def _markov_long_run_by_power_iteration():
+    """ch4-ex6 computed independently: T by its definition, π by power iteration."""
+    t, d = sm.toy.toy_pair(5, 0.5, seed=2)
+    P, Q = t.transition, d.transition
+    M, R = np.minimum(P, Q), np.maximum(P - Q, 0)       # k = 3 drafted tokens
+    T = R + M @ R + M @ M @ R + M @ M @ M @ P
+    EN = np.ones(5) + M.sum(axis=1) + (M @ M).sum(axis=1) + (M @ M @ M).sum(axis=1)
+    pi = np.full(5, 0.2)
+    for _ in range(2_000):
+        pi = pi @ T
+    return pi @ EN
+
+
 @pytest.mark.parametrize("key", [k for k in ("ch3-ex1", "ch3-ex2", "ch3-ex3", "ch3-ex4",
                                              "ch3-ex5", "ch4-ex1", "ch4-ex2", "ch4-ex3",
-                                             "ch4-ex4", "ch4-ex5")])
+                                             "ch4-ex4", "ch4-ex5", "ch4-ex6")])
 def test_exercise_answers_are_registered_and_accept_an_independent_computation(key):
     import math
 
@@ -267,6 +404,7 @@ def test_exercise_answers_are_registered_and_accept_an_independent_computation(k
         "ch4-ex3": [sm.alpha_from_acceptance_rate(0.6, 4), 1 + 4 * 0.6],
         "ch4-ex4": math.ceil(math.log(0.05) / math.log(0.9) - 1),
         "ch4-ex5": 0.6 ** 3,
+        "ch4-ex6": _markov_long_run_by_power_iteration(),
     }
     assert key in exercise_keys() and key in _REGISTRY
     assert check(key, independent[key], quiet=True)

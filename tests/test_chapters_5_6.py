@@ -78,6 +78,109 @@ def test_continuous_optimum_matches_the_lambert_w_closed_form():
     np.testing.assert_allclose(sm.optimal_k_continuous(a, c), closed, rtol=1e-6, atol=1e-6)
 
 
+def test_lambert_w_root_needs_max_zero_where_no_draft_length_helps():
+    from scipy.special import lambertw
+
+    a, c = A[1:, 1:-1], C[1:, 1:-1]
+    L = -np.log(a)
+    y = -lambertw(-np.exp(-1.0 - L * (c - 1.0)), k=-1).real
+    root = (y - 1.0) / L - c
+    neg = root < -1e-6
+    assert neg.any()                                        # the raw root goes negative
+    assert (sm.optimal_k_continuous(a, c)[neg] == 0).all()  # and the optimum is x = 0
+    # there g(0) ≤ 0: S decreases from k = 0
+    g0 = L * a * c - (1 - a)
+    assert (g0[neg] <= 1e-9).all()
+
+
+def test_chapter_5_exercise_2_closed_form_speedup_at_the_continuous_optimum():
+    from scipy.special import lambertw
+
+    from specmath.exercises import ch5, check
+
+    a, c = ch5.PARAMS["ch5-ex2"]["alpha"], ch5.PARAMS["ch5-ex2"]["c"]
+    L = np.log(1 / a)
+    y = -lambertw(-np.exp(-1 - L * (c - 1)), k=-1).real
+    x = (y - 1) / L - c
+    s_star = c * L / ((1 - a) * y)                          # the identity of part (a)
+    s_direct = (1 - a ** (x + 1)) / ((1 - a) * (1 + x / c))
+    assert s_star == pytest.approx(s_direct, rel=1e-10)
+    k = max((int(np.floor(x)), int(np.ceil(x))), key=lambda kk: sm.speedup(a, kk, c))
+    assert check("ch5-ex2", [x, s_star, k, sm.speedup(a, k, c)], quiet=True)
+
+
+def test_markov_dependent_iterations_follow_the_renewal_reward_speedup(rng):
+    # 8 independent decodes; |z| < 4 (false-alarm rate ≈ 6e-5).
+    from specmath.markov_tokens import iteration_chain
+
+    t, d = sm.toy.toy_pair(6, 0.6, seed=0)
+    k, c = 4, 10.0
+    s_runs = [r.tokens_per_iteration.sum() / (len(r.tokens_per_iteration) * (1 + k / c))
+              for r in (sm.toy.speculative_decode(t, d, 2_000, k, rng, context=(0,))
+                        for _ in range(8))]
+    pred = iteration_chain(t, d, k).mean_tokens / (1 + k / c)
+    assert abs(np.mean(s_runs) - pred) < 4 * np.std(s_runs, ddof=1) / np.sqrt(8)
+
+
+# ---- published figures (specmath/data/published) ----------------------------------------
+
+def test_published_records_carry_provenance_and_load_by_field():
+    from specmath import published
+
+    for topic in ("specbench", "leviathan2023", "chen2023"):
+        recs = published.load(topic)
+        assert recs
+        for r in recs:
+            assert all(r[f] not in ("", None) for f in published.REQUIRED_FIELDS)
+    sb = published.load("specbench")
+    for r in sb:
+        assert r["model"] == "Vicuna-7B-v1.3" and r["board"] in r["hardware"].replace(
+            "GeForce RTX ", "")
+        assert "leaderboard" in r["source"].lower() and r["commit"] and r["url"]
+    keys = [(r["leaderboard_version"], r["board"], r["method"]) for r in sb]
+    assert len(keys) == len(set(keys))          # one figure per method, board and version
+
+
+def test_specbench_figures_quoted_by_issue_9_are_the_october_2024_boards():
+    from specmath import published
+
+    def value(board, method):
+        (r,) = published.load("specbench", leaderboard_version="2024-10-25", board=board,
+                              method=method)
+        return r["value"]
+
+    assert value("3090", "SpS") == 1.83 and value("3090", "EAGLE-2") == 2.25
+    assert value("3090", "PLD") == 1.55
+    assert value("A100", "SpS") == 1.49 and value("A100", "PLD") == 1.59
+
+
+def test_specbench_same_models_on_two_gpus_same_tau_different_speedup_and_ranking():
+    from specmath import published
+
+    def rec(board, method):
+        (r,) = published.load("specbench", leaderboard_version="2024-10-25", board=board,
+                              method=method)
+        return r
+
+    s3, sa = rec("3090", "SpS"), rec("A100", "SpS")
+    assert abs(s3["tau"] - sa["tau"]) < 0.05 and s3["value"] - sa["value"] > 0.2
+    assert s3["value"] > rec("3090", "PLD")["value"]
+    assert sa["value"] < rec("A100", "PLD")["value"]
+
+
+def test_chen_figures_give_c_and_implied_alphas_inside_zero_one():
+    from specmath import published
+
+    d = {r["quantity"]: r["value"] for r in published.load("chen2023")
+         if r["quantity"] != "speedup"}
+    c = d["target_ms_per_token"] / d["draft_ms_per_token"]
+    assert c == pytest.approx(14.1 / 1.8)
+    for r in published.load("chen2023", quantity="speedup"):
+        a = sm.alpha_from_mean_tokens(r["value"] * (1 + 4 / c), 4)
+        assert 0 < a < 1
+        assert sm.speedup(a, 4, c) == pytest.approx(r["value"], rel=1e-6)
+
+
 def test_leviathan_table_1_is_reproduced_to_the_published_two_decimals():
     published = {(0.6, 2): 1.96, (0.7, 3): 2.53, (0.8, 2): 2.44, (0.8, 5): 3.69,
                  (0.9, 2): 2.71, (0.9, 10): 6.86}
@@ -217,6 +320,48 @@ def test_random_alpha_per_context_gives_more_tokens_than_the_mean_alpha_jensen()
     a = np.random.default_rng(5).beta(2, 1, size=1000)
     for k in (2, 5, 10):
         assert np.mean(sm.expected_tokens(a, k)) > sm.expected_tokens(a.mean(), k)
+
+
+def test_jensen_gap_needs_k_at_least_two_k_one_is_linear():
+    a = np.random.default_rng(5).beta(2, 1, size=1000)
+    for k in (0, 1):
+        assert np.mean(sm.expected_tokens(a, k)) == pytest.approx(
+            sm.expected_tokens(a.mean(), k), rel=1e-12)
+    for k in (2, 3, 8):
+        assert np.mean(sm.expected_tokens(a, k)) > sm.expected_tokens(a.mean(), k) + 1e-3
+
+
+def test_lowering_temperature_part_way_can_lower_alpha_though_greedy_raises_it():
+    from specmath.temperature import alpha_at_temperature
+
+    zp, zq = np.array([2.0, 1.0, 0.0]), np.array([1.6, 1.2, 0.0])   # chapter 6's example
+    a1 = alpha_at_temperature(zp, zq, 1.0)
+    assert alpha_at_temperature(zp, zq, 0.0) == 1.0 > a1           # the T → 0 rule: helps
+    ts = np.logspace(-2, 0, 81)
+    curve = alpha_at_temperature(zp, zq, ts)
+    assert curve.min() < a1 - 0.05 and ts[np.argmin(curve)] < 1     # part of the way: hurts
+
+
+def test_temperature_changes_the_contexts_a_decode_visits_not_only_the_distributions():
+    from specmath.markov_tokens import stationary_law
+
+    t, d = sm.toy.toy_pair(vocab_size=6, closeness=0.6, seed=0)
+    pi1 = stationary_law(t.transition)
+    tT, dT = t.with_temperature(0.1), d.with_temperature(0.1)
+    a_ctx = sm.acceptance_probability(tT.transition, dT.transition)
+    assert abs(stationary_law(tT.transition) @ a_ctx - pi1 @ a_ctx) > 0.05
+
+
+def test_alpha_is_at_least_p_plus_q_of_any_token_minus_one_and_flat_targets_can_have_alpha_1():
+    from specmath.temperature import perturbed_logits, zipf_logits
+
+    rng = np.random.default_rng(3)
+    zp = zipf_logits(200, 1.5) + 0.5 * rng.standard_normal((50, 200))
+    p, q = sm.softmax(zp), sm.softmax(perturbed_logits(zp, 0.7, rng))
+    a = sm.acceptance_probability(p, q)
+    assert (a[:, None] >= p + q - 1 - 1e-12).all()
+    flat = np.full(200, 1 / 200)
+    assert sm.acceptance_probability(flat, flat) == pytest.approx(1.0)
 
 
 def test_positional_helpers_reject_bad_input():

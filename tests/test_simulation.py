@@ -99,3 +99,54 @@ def test_simulation_is_reproducible_with_a_seed():
     a = sm.simulate_tokens_per_iteration(0.7, 4, 1000, np.random.default_rng(3))
     b = sm.simulate_tokens_per_iteration(0.7, 4, 1000, np.random.default_rng(3))
     np.testing.assert_array_equal(a, b)
+
+
+# ---- a draft that decides when to stop (chapter 4, remark stopping-time) ---------------
+
+def _stop_pair():
+    target, draft = sm.toy.toy_pair(vocab_size=4, closeness=0.4, seed=3)
+    return target, draft, 0.3, 4, 0          # threshold, k_max, context token
+
+
+def _drop_first_token_law(p, q, threshold):
+    """Exact law of the first emitted token when unsure drafts are dropped (biased)."""
+    H = q >= threshold
+    return (np.where(H, np.minimum(p, q), 0)
+            + np.maximum(q - p, 0)[H].sum() * sm.residual_distribution(p, q)
+            + q[~H].sum() * p)
+
+
+def test_stopping_time_draft_length_keeps_the_first_two_tokens_exact(rng):
+    # G-test over the 16 pairs at LEVEL (false-alarm rate 0.1 %). Power: against the
+    # dropping rule the first-token law alone gives λ ≈ 1700 at this n (power ≈ 1).
+    target, draft, th, k_max, ctx = _stop_pair()
+    n = 10_000
+    pairs = np.array([sm.simulation.adaptive_decode(target, draft, 2, k_max, th, rng,
+                                                    context=(ctx,))[0] for _ in range(n)])
+    P = target.transition
+    law = (P[ctx][:, None] * P).ravel()
+    res = stats.g_test(np.bincount(pairs[:, 0] * 4 + pairs[:, 1], minlength=16), law)
+    assert res.pvalue > LEVEL, res
+    drop = _drop_first_token_law(P[ctx], draft.transition[ctx], th)
+    assert gtest_power(P[ctx], drop, n) > 0.99
+
+
+def test_dropping_an_unsure_draft_token_biases_the_output_and_is_caught(rng):
+    target, draft, th, k_max, ctx = _stop_pair()
+    p, q = target.transition[ctx], draft.transition[ctx]
+    drop = _drop_first_token_law(p, q, th)
+    n = 3_000
+    assert gtest_power(p, drop, n) > 0.99            # the test below has teeth
+    firsts = [sm.simulation.adaptive_decode(target, draft, 1, k_max, th, rng, context=(ctx,),
+                                            rule="drop")[0][0] for _ in range(n)]
+    cnt = np.bincount(firsts, minlength=4)
+    assert stats.g_test(cnt, p).pvalue < LEVEL        # biased: rejected
+    assert stats.g_test(cnt, drop).pvalue > LEVEL     # and it follows the predicted law
+
+
+def test_adaptive_decode_with_threshold_zero_is_fixed_k_and_threshold_one_is_k_one(rng):
+    target, draft = sm.toy.toy_pair(vocab_size=4, closeness=0.6, seed=1)
+    _, ns = sm.simulation.adaptive_decode(target, draft, 400, 3, 0.0, rng, context=(0,))
+    assert ns.min() >= 1 and ns.max() <= 4 and (ns == 4).any()
+    _, ns1 = sm.simulation.adaptive_decode(target, draft, 400, 3, 1.0, rng, context=(0,))
+    assert ns1.max() <= 2                              # stops after every first draft

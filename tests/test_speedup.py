@@ -284,3 +284,37 @@ def test_scalars_in_give_python_scalars_out():
     assert isinstance(sm.speedup(0.5, 3, 4), float)
     assert isinstance(sm.optimal_k(0.5, 4), int)
     assert isinstance(sm.expected_tokens([0.5], 3), np.ndarray)
+
+
+# ---- operations factor (Leviathan et al.'s Theorem 3.11, chapter 5) ----------------------
+
+def test_operations_factor_reproduces_leviathan_table_1_operations_column_from_data_file():
+    from specmath import published
+
+    rows = published.load("leviathan2023", quantity="operations_factor")
+    assert len(rows) == 6
+    for r in rows:
+        assert round(sm.operations_factor(r["alpha"], r["gamma"], r["c_hat"]), 2) == r["value"]
+
+
+def test_operations_factor_is_work_per_iteration_over_expected_tokens_and_at_least_one():
+    a = np.linspace(0, 1, 41)[:, None, None]
+    k = np.arange(0, 12)[None, :, None]
+    c_hat = np.array([0.0, 0.05, 0.3])[None, None, :]
+    ops = sm.operations_factor(a, k, c_hat)
+    np.testing.assert_allclose(ops, (k + 1 + k * c_hat) / sm.expected_tokens(a, k),
+                               rtol=1e-12)
+    assert (ops >= 1 - 1e-12).all()                     # E[N] ≤ k + 1
+    np.testing.assert_allclose(sm.operations_factor(1.0, k, 0.0), 1.0)   # perfect draft
+    assert sm.operations_factor(0.8, 0) == 1.0           # plain decoding
+
+
+def test_operations_factor_matches_counted_operations_of_simulated_iterations(rng):
+    # Delta-method standard error; |z| < 4 has false-alarm rate ≈ 6e-5. With n = 200 000
+    # the se is ≈ 0.0027, so a 2 % error in the formula (0.03) is caught with power ≈ 1.
+    n, a, k, c_hat = 200_000, 0.8, 5, 0.05
+    N = sm.simulate_tokens_per_iteration(a, k, n, rng)
+    work = k + 1 + k * c_hat
+    sim = n * work / N.sum()
+    se = work * N.std() / (N.mean() ** 2 * np.sqrt(n))
+    assert abs(sim - sm.operations_factor(a, k, c_hat)) < 4 * se

@@ -6,7 +6,11 @@ statement and the checker can never disagree.
 
 import numpy as np
 
+from .. import published
 from . import register
+
+_CHEN = {r["quantity"]: r["value"] for r in published.load("chen2023")
+         if r["quantity"] != "speedup"}
 
 #: Inputs of the preface's warm-up exercises.
 DATA = {
@@ -18,8 +22,9 @@ DATA = {
     "q_chen": np.array([0.35, 0.20, 0.30, 0.15]),
     "x_chen": 0,
     # ch0-ex3: Chen et al. (2023), Chinchilla 70B target and 4B draft, ms per token
-    "chen_target_ms": 14.1,
-    "chen_draft_ms": 1.8,
+    # (from specmath/data/published/chen2023.json)
+    "chen_target_ms": _CHEN["target_ms_per_token"],
+    "chen_draft_ms": _CHEN["draft_ms_per_token"],
     # ch0-ex4: softmax warm-up
     "logits": np.array([2.0, 1.0, 0.1]),
     "temperatures": np.array([1.0, 0.5]),

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from ..markov_tokens import expected_tokens_markov
 from ..speedup import (
     alpha_from_acceptance_rate,
     expected_tokens,
@@ -16,6 +17,7 @@ EX2_ALPHA, EX2_K = 0.8, 5
 EX3_RATE, EX3_K = 0.6, 4
 EX4_ALPHA, EX4_FRACTION = 0.9, 0.95
 EX5_ALPHA, EX5_K = 0.6, 3
+EX6_V, EX6_CLOSENESS, EX6_SEED, EX6_K = 5, 0.5, 2, 3
 
 
 def _ex1():
@@ -46,8 +48,16 @@ def _ex5():
     return float(tokens_per_iteration_pmf(EX5_ALPHA, EX5_K)[-1])
 
 
+def _ex6():
+    from ..toy import toy_pair
+
+    target, draft = toy_pair(EX6_V, EX6_CLOSENESS, seed=EX6_SEED)
+    return expected_tokens_markov(target, draft, EX6_K)
+
+
 register("ch4-ex1", _ex1, hint="E[N] = (1 − α^(k+1)) / (1 − α); give both values as a pair.")
-register("ch4-ex2", _ex2, hint="E[N²] = Σ (2n − 1) P(N ≥ n), or use the pmf directly.")
+register("ch4-ex2", _ex2, hint="E[N²] = Σ (2n − 1) P(N ≥ n); then subtract E[N]².")
 register("ch4-ex3", _ex3, hint="Invert rate = (E[N] − 1)/k for α, then compute E[N].")
 register("ch4-ex4", _ex4, rtol=0.0, atol=0.0, hint="Find the smallest k with α^(k+1) ≤ 1 − fraction.")
 register("ch4-ex5", _ex5, hint="All k drafts are accepted with probability α^k.")
+register("ch4-ex6", _ex6, hint="T = Σ_{n<k} MⁿR + MᵏP; π solves πT = π; answer π · E[N | ·].")

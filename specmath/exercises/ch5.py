@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..speedup import optimal_k, speedup
+from ..speedup import optimal_k, optimal_k_continuous, speedup
 from . import register
 
 PARAMS = {
@@ -39,8 +39,11 @@ def breakeven_alpha(c: float) -> float:
 
 
 def best_k_and_speedup(alpha: float, c: float) -> np.ndarray:
+    """[x*, S(x*), best integer k, S(k)]: the continuous and the integer optimum."""
+    x = float(optimal_k_continuous(alpha, c))
+    s_x = (1 - alpha ** (x + 1)) / ((1 - alpha) * (1 + x / c))
     k = int(optimal_k(alpha, c, k_max=K_MAX))
-    return np.array([k, speedup(alpha, k, c)], dtype=float)
+    return np.array([x, s_x, k, speedup(alpha, k, c)], dtype=float)
 
 
 def indifference_alpha(c: float, k_low: int) -> float:
@@ -58,7 +61,7 @@ def alpha_for_best_speedup(c: float, target_speedup: float) -> float:
 register("ch5-ex1", lambda: breakeven_alpha(**PARAMS["ch5-ex1"]),
          hint="compare S at k = 1 with S at k = 0.")
 register("ch5-ex2", lambda: best_k_and_speedup(**PARAMS["ch5-ex2"]),
-         hint="answer [best k, its speedup]; use specmath.optimal_k with a large k_max.")
+         hint="answer [x*, S(x*), best integer k, S(k)]; x* from the Lambert-W form.")
 register("ch5-ex3", lambda: np.array([optimal_k(PARAMS["ch5-ex3"]["alpha"], c, k_max=K_MAX)
                                       for c in (PARAMS["ch5-ex3"]["c_slow"],
                                                 PARAMS["ch5-ex3"]["c_fast"])], dtype=float),

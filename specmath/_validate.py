@@ -10,18 +10,103 @@ import numbers
 
 import numpy as np
 
-#: Tolerance used when checking that a distribution sums to one: |Σ p − 1| ≤ SUM_TOL.
+#: Tolerance used when checking that a float64 distribution sums to one: |Σ p − 1| ≤ SUM_TOL.
+#: Rows in lower precision (float32, float16, bfloat16) get the larger tolerance of
+#: :func:`sum_tolerance`, which never falls below this.
 SUM_TOL = 1e-6
+
+#: λ of the probabilistic rounding-error bound in :func:`sum_tolerance` (Higham & Mary 2019).
+ROUNDING_LAMBDA = 10.0
+
+#: Rows whose float64 sum is within this of one are returned bit for bit; others are divided
+#: by their sum.
+RENORMALISE_EPS = 1e-12
+
+_U64 = 2.0 ** -53   # unit roundoff of float64
+_U32 = 2.0 ** -24   # float32
+_U16 = 2.0 ** -11   # float16
+_UBF16 = 2.0 ** -8  # bfloat16 (8 significant bits)
+
+
+def sum_tolerance(vocab_size: int, storage: str = "float64") -> float:
+    """How far from one the sum of a computed probability row may be (issue 9, chapter 2).
+
+    A row is what an engine hands over: ``p_i = fl(e_i / S)`` with ``e_i = exp(z_i − m)``
+    and the normaliser ``S = Σ e_i`` accumulated over V terms, the result stored in some
+    format. Write ``u_s`` for the unit roundoff of the storage format (2⁻²⁴ float32, 2⁻¹¹
+    float16, 2⁻⁸ bfloat16, 2⁻⁵³ float64) and ``u_a`` for that of the accumulation
+    (float32 for every low-precision format: engines accumulate softmax sums in float32;
+    float64 for float64 rows). Then Σ p̃_i − 1 has two parts:
+
+    * rounding each stored entry changes it by at most ``u_s · p_i``, so at most ``u_s`` in
+      all (Σ p_i = 1), whatever V is;
+    * every entry is divided by the same computed Ŝ, so a relative error ε in Ŝ moves
+      the sum by about ε. The worst case of a sum of V positive terms is
+      ε ≤ (V − 1) u_a (Higham, *Accuracy and Stability*, §4.2), far too lenient
+      (0.009 for float32 at V = 151,936); treating rounding errors as independent and
+      mean zero, |ε| ≤ λ √V u_a with probability at least 1 − 2 exp(−λ²/2) (Higham &
+      Mary 2019, Theorem 3.1, to first order). With λ = 10 that is 1 − 4·10⁻²².
+
+    The few extra u_a from the exponentials and the division are absorbed in λ √V ≥ 10.
+    Engines reduce in parallel (SIMD lanes, trees), where the independence model fits:
+    torch's float32 CPU softmax at V = 151,936 (logits of standard deviation 3) is off by
+    about 5·10⁻⁶, an eight-lane AVX2-style sum by about 1.3·10⁻⁵. A naive left-to-right
+    float32 loop is the exception: its errors are biased (about 2·10⁻⁴ there) and may
+    exceed the bound; accumulate such sums in float64.
+    So ``tol = max(SUM_TOL, u_s + λ √V u_a)``: about 2.3·10⁻⁴ for float32 and 4.1·10⁻³
+    for bfloat16 at V = 151,936, while a row that sums to 0.99 is still rejected; for
+    float64 rows ``SUM_TOL`` (hand-typed examples) dominates.
+    """
+    V = int(vocab_size)
+    if V < 1:
+        raise ValueError(f"vocab_size must be an integer ≥ 1; got {vocab_size!r}")
+    try:
+        u_s = {"float64": _U64, "float32": _U32, "float16": _U16, "bfloat16": _UBF16}[storage]
+    except KeyError as err:
+        raise ValueError(f"storage must be one of 'float64', 'float32', 'float16', "
+                         f"'bfloat16'; got {storage!r}") from err
+    u_a = _U64 if storage == "float64" else _U32
+    return max(SUM_TOL, u_s + ROUNDING_LAMBDA * np.sqrt(V) * u_a)
+
+
+def _storage(dtype_name: str, a_in: np.ndarray | None = None) -> str:
+    """Name of the format a probability array arrived in (bfloat16 detected by its bits).
+
+    A float32 array ``a_in`` whose every entry has zero low 16 bits holds bfloat16 values
+    (torch: ``probs.bfloat16().float()``); its rounding is bfloat16's. Without ``a_in`` a
+    float32 array is reported as float32.
+    """
+    if dtype_name.endswith("bfloat16"):
+        return "bfloat16"
+    if dtype_name.endswith("float16"):
+        return "float16"
+    if dtype_name.endswith("float32"):
+        if a_in is not None and a_in.size:
+            bits = np.ascontiguousarray(a_in).view(np.uint32)
+            if not np.bitwise_and(bits, np.uint32(0xFFFF)).any():
+                return "bfloat16"
+        return "float32"
+    return "float64"
 
 
 def as_distribution(x, name: str, *, min_ndim: int = 1) -> np.ndarray:
-    """Return ``x`` as a float array of probability vectors (vocabulary on the last axis).
+    """Return ``x`` as float64 probability vectors (vocabulary on the last axis).
 
     Rules: finite, non-negative, at least ``min_ndim`` dimensions, a non-empty last axis,
-    and each vector sums to 1 within :data:`SUM_TOL`.
+    and each vector sums to 1 within :func:`sum_tolerance` for its format and vocabulary
+    size (``SUM_TOL`` for float64; larger for float32, float16 and bfloat16 rows, as
+    engines produce them). Accepted rows are renormalised in float64, so every function
+    downstream works with exact distributions. A torch bfloat16 tensor is read through
+    ``.float()``; pass low-precision rows in their own dtype, not upcast to float64, so
+    that the tolerance knows their precision.
     """
+    raw = x
+    torch_bf16 = str(getattr(x, "dtype", "")).endswith("bfloat16") and hasattr(x, "float")
+    if torch_bf16:
+        raw = x.float()          # torch bfloat16 → float32 (numpy has no bfloat16)
     try:
-        a = np.asarray(x, dtype=float)
+        a_in = np.asarray(raw)
+        a = np.asarray(a_in, dtype=float)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be an array of probabilities; got {x!r}") from err
     if a.ndim < min_ndim:
@@ -29,19 +114,34 @@ def as_distribution(x, name: str, *, min_ndim: int = 1) -> np.ndarray:
                          f"the last axis); got shape {a.shape}")
     if a.shape[-1] == 0:
         raise ValueError(f"{name} must have a non-empty vocabulary axis; got shape {a.shape}")
-    if np.isnan(a).any():
-        raise ValueError(f"{name} contains NaN; probabilities must be finite numbers")
-    if np.isinf(a).any():
-        raise ValueError(f"{name} contains inf; probabilities must be finite numbers")
-    if (a < 0).any():
-        raise ValueError(f"{name} has negative entries (min {a.min():.3g}); probabilities "
+    lo = a.min() if a.size else 0.0     # NaN propagates, -inf and negatives show
+    if a.size and (not np.isfinite(lo) or lo < 0 or not np.isfinite(a.max())):
+        if np.isnan(a).any():
+            raise ValueError(f"{name} contains NaN; probabilities must be finite numbers")
+        if np.isinf(a).any():
+            raise ValueError(f"{name} contains inf; probabilities must be finite numbers")
+        raise ValueError(f"{name} has negative entries (min {lo:.3g}); probabilities "
                          "must be ≥ 0")
+    storage = _storage("bfloat16" if torch_bf16 else str(a_in.dtype))
+    V = a.shape[-1]
+    tol = sum_tolerance(V, storage)
     s = a.sum(axis=-1)
-    bad = np.abs(s - 1.0) > SUM_TOL
-    if bad.any():
-        worst = s[bad].flat[0] if np.ndim(s) else float(s)
-        raise ValueError(f"{name} must sum to 1 along the last axis (within {SUM_TOL:g}); "
-                         f"found a sum of {worst:.6g}")
+    err = np.abs(s - 1.0)
+    if storage == "float32" and (err > tol).any():
+        # only now pay for a look at the bits: bfloat16 values stored as float32?
+        storage = _storage("float32", a_in)
+        tol = sum_tolerance(V, storage)
+    if (err > tol).any():
+        i = np.unravel_index(int(np.argmax(err)), np.shape(s)) if np.ndim(s) else ()
+        hint = (" (rows computed in float32 or bfloat16 and then upcast should be passed "
+                "in their own dtype)" if storage == "float64" else "")
+        where = f" in row {tuple(int(j) for j in i)}" if i else ""
+        raise ValueError(f"{name} must sum to 1 along the last axis (within {tol:.3g} for "
+                         f"{storage} rows of length {V}){hint}; found a sum of "
+                         f"{float(np.asarray(s)[i]):.10f}{where}")
+    off = err > RENORMALISE_EPS
+    if np.any(off):
+        a = a / np.where(off, s, 1.0)[..., None]
     return a
 
 

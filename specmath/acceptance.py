@@ -37,6 +37,15 @@ def acceptance_probability(p, q):
     return scalar_or_array(np.minimum(p, q).sum(axis=-1))
 
 
+def _residual(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """norm(max(0, p − q)) on validated float64 rows (p itself where the mass is ~0)."""
+    r = np.maximum(p - q, 0.0)
+    mass = r.sum(axis=-1, keepdims=True)
+    ok = mass > RESIDUAL_MASS_EPS
+    safe = np.where(ok, mass, 1.0)
+    return np.where(ok, r / safe, p)
+
+
 def residual_distribution(p, q) -> np.ndarray:
     """norm(max(0, p − q)): where a rejected draft is resampled from (ch. 2, eq. residual).
 
@@ -47,11 +56,7 @@ def residual_distribution(p, q) -> np.ndarray:
     p = as_distribution(p, "p")
     q = as_distribution(q, "q")
     same_shape(p, q)
-    r = np.maximum(p - q, 0.0)
-    mass = r.sum(axis=-1, keepdims=True)
-    ok = mass > RESIDUAL_MASS_EPS
-    safe = np.where(ok, mass, 1.0)
-    return np.where(ok, r / safe, p)
+    return _residual(p, q)
 
 
 def output_distribution(p, q) -> np.ndarray:
@@ -65,7 +70,7 @@ def output_distribution(p, q) -> np.ndarray:
     same_shape(p, q)
     accept_part = np.minimum(p, q)
     alpha = accept_part.sum(axis=-1, keepdims=True)
-    return accept_part + (1.0 - alpha) * residual_distribution(p, q)
+    return accept_part + (1.0 - alpha) * _residual(p, q)
 
 
 def _sample(dist: np.ndarray, rng: np.random.Generator) -> int:
@@ -99,17 +104,17 @@ def _check_step_inputs(p, q, draft_tokens):
     if k and ((t < 0) | (t >= V)).any():
         raise ValueError(f"draft_tokens must be in [0, V) = [0, {V}); got "
                          f"{t[(t < 0) | (t >= V)][0]}")
-    if k:
-        qx = q[np.arange(k), t]
-        if (qx <= 0).any():
-            i = int(np.argmax(qx <= 0))
-            raise ValueError(f"draft_tokens[{i}] = {t[i]} has probability 0 under q[{i}]; draft "
-                             "tokens must be sampled from the rows of q")
     return p, q, t.astype(np.int64), k
 
 
 def speculative_step(p, q, draft_tokens, rng) -> np.ndarray:
     """One verification round of speculative sampling (ch. 2, algorithm speculative-step).
+
+    Takes **one sequence's** rows (no batch axis: loop over sequences). Rows may come straight from an engine: float32, float16 or
+    bfloat16-valued rows are accepted with a sum tolerance that scales with their precision
+    and vocabulary size (:func:`specmath._validate.sum_tolerance`) and renormalised in
+    float64. Cost: O(kV) vectorised numpy work (validation, one residual) plus O(k)
+    scalar steps, no Python loop over the vocabulary.
 
     Parameters
     ----------
@@ -126,6 +131,18 @@ def speculative_step(p, q, draft_tokens, rng) -> np.ndarray:
         The accepted prefix of ``draft_tokens`` followed by exactly one token: the
         correction drawn from the residual at the first rejection, or the bonus token from
         ``p[k]`` if every draft was accepted. With k = 0 this is plain sampling from p[0].
+
+    Notes
+    -----
+    The test is ``u · q(x) < p(x)`` with u ~ U[0, 1), which is ``u < p(x)/q(x)`` when
+    q(x) > 0 and needs no division. A draft token with **q(x) = 0** is therefore accepted
+    when p(x) > 0 and rejected when p(x) = 0 (Hugging Face transformers accepts it, vLLM
+    rejects it). Either choice is exact: such a token is drafted with probability 0, so
+    what the rule does there never enters the output distribution (ch. 2, theorem
+    exactness). It arrives when q was rounded (a tiny q(x) underflowed to 0; then the
+    true ratio p(x)/q(x) is huge and min(1, p/q) = 1, the limit q(x) → 0⁺ that the
+    multiplicative test computes) or misreported (ch. 2's pitfall, where no rule is
+    exact); a token the target forbids is never emitted.
     """
     p, q, t, k = _check_step_inputs(p, q, draft_tokens)
     rng = as_generator(rng)
@@ -136,7 +153,7 @@ def speculative_step(p, q, draft_tokens, rng) -> np.ndarray:
         if rng.random() * q[i, x] < p[i, x]:
             out.append(int(x))
             continue
-        out.append(_sample(residual_distribution(p[i], q[i]), rng))
+        out.append(_sample(_residual(p[i], q[i]), rng))
         return np.asarray(out, dtype=np.int64)
     out.append(_sample(p[k], rng))
     return np.asarray(out, dtype=np.int64)

@@ -5,11 +5,13 @@ that scores ``n`` new tokens must read every weight from memory once and do abou
 floating-point operations per weight per token, so it takes about
 
     T(n) ≈ max(bytes_moved / bandwidth, flops / peak),
-    bytes_moved ≈ parameters × bytes per parameter (+ KV cache),  flops ≈ 2 × parameters × n
+    bytes_moved ≈ parameters × bytes per parameter (+ KV cache),
+    flops ≈ (2 × parameters + attention FLOPs per token) × n
 
 (Williams, Waterman & Patterson 2009, the *roofline* model). While ``n`` is below the
 *ridge point* n* = peak × bytes per parameter / (2 × bandwidth) the memory term wins and
-T(n) = T(1): scoring k + 1 tokens costs one step. The hardware numbers below are
+T(n) = T(1): scoring k + 1 tokens costs one step. At long context the KV cache adds bytes
+and attention adds FLOPs per token, and the ridge moves (:func:`ridge_point`). The hardware numbers below are
 **illustrative**: published datasheet peaks, which real kernels reach only a fraction of.
 
 Conventions: c = target time per token ÷ draft time per token (how many times faster the
@@ -30,6 +32,8 @@ __all__ = [
     "H100_SXM",
     "H200_SXM",
     "ILLUSTRATIVE_GPUS",
+    "EPYC_9654",
+    "attention_flops",
     "bytes_moved",
     "forward_flops",
     "memory_time",
@@ -86,6 +90,13 @@ H200_SXM = Hardware("H200 SXM (illustrative)", 4.8e12, 989e12,
                     "NVIDIA H200 datasheet: 4.8 TB/s HBM3e; 989 TFLOP/s dense BF16 "
                     "(1,979 with sparsity)")
 ILLUSTRATIVE_GPUS = (A100_SXM, H100_SXM, H200_SXM)
+#: Illustrative server CPU: AMD EPYC 9654 (Zen 4), 96 cores at the 2.4 GHz base clock,
+#: 12 channels of DDR5-4800 (460.8 GB/s per socket). FP32 peak = cores × clock × 32 FLOP
+#: per cycle (two 256-bit FMA pipes: 2 × 8 lanes × 2 FLOP), about 7.4 TFLOP/s.
+EPYC_9654 = Hardware("EPYC 9654 CPU (illustrative)", 460.8e9, 96 * 2.4e9 * 32,
+                     "AMD EPYC 9654 datasheet: 96 cores, 2.4 GHz base, 12 x DDR5-4800 = "
+                     "460.8 GB/s per socket; FP32 peak computed as 96 x 2.4 GHz x 32 "
+                     "FLOP/cycle (Zen 4: two 256-bit FMA pipes)")
 
 
 def _hardware(hardware) -> Hardware:
@@ -113,14 +124,39 @@ def bytes_moved(n_params, bytes_per_param: float = 2.0, kv_bytes=0.0):
     return scalar_or_array(P * b + kv)
 
 
-def forward_flops(n_params, n_tokens):
-    """Floating-point operations of one forward pass over n tokens: 2 × parameters × n.
+def _nonneg(x, name: str) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    if np.isnan(a).any() or (a < 0).any() or np.isinf(a).any():
+        raise ValueError(f"{name} must be a finite number ≥ 0; got {x!r}")
+    return a
 
-    Chapter 1, eq. ch1-flops (one multiply and one add per weight per token; attention over
-    the context is neglected).
+
+def attention_flops(context, layers: int, q_heads: int, head_dim: int):
+    """FLOPs of attention for one new token over ``context`` cached tokens (ch. 1, eq. ch1-attn).
+
+    4 × layers × q_heads × head_dim × context: per layer and query head, the scores q·kᵀ
+    against every cached key (2 × head_dim × context) and the weighted sum of the values
+    (the same again). Grouped-query attention shares keys and values between query heads,
+    which saves bytes (:func:`kv_cache_bytes`), not FLOPs. The few new tokens' attention to
+    each other is neglected (n ≪ context); so is the softmax.
+    """
+    ctx = as_count(context, "context")
+    L = as_count(layers, "layers", minimum=1)
+    h = as_count(q_heads, "q_heads", minimum=1)
+    d = as_count(head_dim, "head_dim", minimum=1)
+    return scalar_or_array(4.0 * L * h * d * ctx.astype(float))
+
+
+def forward_flops(n_params, n_tokens, attn_flops=0.0):
+    """Floating-point operations of one forward pass over n tokens: (2 × parameters + A) × n.
+
+    Chapter 1, eq. ch1-flops: one multiply and one add per weight per token, plus ``A =
+    attn_flops`` per token for attention over the context (:func:`attention_flops`; 0, the
+    default, neglects it, which is fair at short context).
     """
     P = as_positive(n_params, "n_params", allow_inf=False)
-    return scalar_or_array(2.0 * P * _tokens(n_tokens))
+    A = _nonneg(attn_flops, "attn_flops")
+    return scalar_or_array((2.0 * P + A) * _tokens(n_tokens))
 
 
 def memory_time(n_params, hardware: Hardware = H100_SXM, bytes_per_param: float = 2.0,
@@ -131,17 +167,18 @@ def memory_time(n_params, hardware: Hardware = H100_SXM, bytes_per_param: float 
                            / hw.bandwidth)
 
 
-def compute_time(n_tokens, n_params, hardware: Hardware = H100_SXM):
-    """Seconds of arithmetic at peak: 2 × parameters × n / peak_flops."""
+def compute_time(n_tokens, n_params, hardware: Hardware = H100_SXM, attn_flops=0.0):
+    """Seconds of arithmetic at peak: (2 × parameters + attn_flops) × n / peak_flops."""
     hw = _hardware(hardware)
-    return scalar_or_array(np.asarray(forward_flops(n_params, n_tokens)) / hw.peak_flops)
+    return scalar_or_array(np.asarray(forward_flops(n_params, n_tokens, attn_flops))
+                           / hw.peak_flops)
 
 
 def forward_time(n_tokens, n_params, hardware: Hardware = H100_SXM,
-                 bytes_per_param: float = 2.0, kv_bytes=0.0):
+                 bytes_per_param: float = 2.0, kv_bytes=0.0, attn_flops=0.0):
     """Roofline time of one forward pass scoring ``n_tokens`` tokens (ch. 1, eq. ch1-roofline).
 
-    T(n) = max(bytes_moved / bandwidth, 2 × parameters × n / peak_flops).
+    T(n) = max(bytes_moved / bandwidth, (2 × parameters + attn_flops) × n / peak_flops).
 
     Parameters
     ----------
@@ -155,9 +192,11 @@ def forward_time(n_tokens, n_params, hardware: Hardware = H100_SXM,
         2 for bf16/fp16 weights, 1 for int8, 0.5 for 4-bit.
     kv_bytes : float ≥ 0
         Bytes of KV cache read in the pass (see :func:`kv_cache_bytes`).
+    attn_flops : float ≥ 0
+        Attention FLOPs per scored token over the context (see :func:`attention_flops`).
     """
     mem = np.asarray(memory_time(n_params, hardware, bytes_per_param, kv_bytes))
-    comp = np.asarray(compute_time(n_tokens, n_params, hardware))
+    comp = np.asarray(compute_time(n_tokens, n_params, hardware, attn_flops))
     return scalar_or_array(np.maximum(mem, comp))
 
 
@@ -170,26 +209,40 @@ def arithmetic_intensity(n_tokens, bytes_per_param: float = 2.0):
     return scalar_or_array(2.0 * _tokens(n_tokens) / b)
 
 
-def ridge_point(hardware: Hardware = H100_SXM, bytes_per_param: float = 2.0) -> float:
-    """Tokens per pass at which compute catches up with memory (ch. 1, eq. ch1-ridge).
+def ridge_point(hardware: Hardware = H100_SXM, bytes_per_param: float = 2.0,
+                n_params=None, kv_bytes=0.0, attn_flops=0.0) -> float:
+    """Tokens per pass at which compute catches up with memory (ch. 1, eqs. ch1-ridge, ch1-ridge-kv).
 
-    n* = peak_flops × bytes_per_param / (2 × bandwidth): below it T(n) = T(1) (no KV cache).
-    A real number; the largest free batch of tokens is floor(n*).
+    Without context: n* = peak_flops × bytes_per_param / (2 × bandwidth), whatever the
+    model size. With a KV cache of ``kv_bytes`` and ``attn_flops`` attention FLOPs per token
+    (both need ``n_params``): n* = peak × (P b + B_KV) / (bandwidth × (2P + A)); the cache
+    moves the ridge right, attention moves it left. Below n*, T(n) = T(1). A real number;
+    the largest free batch of tokens is floor(n*).
     """
     hw = _hardware(hardware)
     b = float(as_positive(bytes_per_param, "bytes_per_param", allow_inf=False))
-    return hw.peak_flops * b / (2.0 * hw.bandwidth)
+    kv = _nonneg(kv_bytes, "kv_bytes")
+    A = _nonneg(attn_flops, "attn_flops")
+    if n_params is None:
+        if (kv != 0).any() or (A != 0).any():
+            raise ValueError("n_params is needed when kv_bytes or attn_flops is given (the "
+                             "parameter count no longer cancels)")
+        return hw.peak_flops * b / (2.0 * hw.bandwidth)
+    P = as_positive(n_params, "n_params", allow_inf=False)
+    return scalar_or_array(hw.peak_flops * (P * b + kv) / (hw.bandwidth * (2.0 * P + A)))
 
 
 def verify_cost(k, n_params, hardware: Hardware = H100_SXM, bytes_per_param: float = 2.0,
-                kv_bytes=0.0):
+                kv_bytes=0.0, attn_flops=0.0):
     """Cost of scoring k + 1 tokens in one pass, in units of one ordinary step: T(k+1)/T(1).
 
     Equal to 1 while k + 1 ≤ n* (the one-step-cost assumption of chapter 1).
     """
     kk = as_count(k, "k")
-    t1 = np.asarray(forward_time(1, n_params, hardware, bytes_per_param, kv_bytes))
-    tk = np.asarray(forward_time(kk + 1, n_params, hardware, bytes_per_param, kv_bytes))
+    t1 = np.asarray(forward_time(1, n_params, hardware, bytes_per_param, kv_bytes,
+                                 attn_flops))
+    tk = np.asarray(forward_time(kk + 1, n_params, hardware, bytes_per_param, kv_bytes,
+                                 attn_flops))
     return scalar_or_array(tk / t1)
 
 

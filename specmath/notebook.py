@@ -1,7 +1,9 @@
 """Small helpers for the chapters' notebooks.
 
 :func:`glue` stores a computed number for the prose (myst-nb ``{glue:text}``) and works
-unchanged in Colab or plain Jupyter, where myst-nb is not installed.
+unchanged in Colab or plain Jupyter, where myst-nb is not installed. :func:`md_table`
+renders a small table computed in a notebook as Markdown (numbers stay computed, never
+typed).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["glue", "in_colab"]
+__all__ = ["glue", "in_colab", "md_table"]
 
 
 def in_colab() -> bool:
@@ -46,3 +48,50 @@ def glue(name: str, value, display: bool = False):
         return v
     _glue(name, v, display=display)
     return v
+
+
+def _cell(x, fmt: str | None) -> str:
+    x = _plain(x)
+    if fmt is not None and isinstance(x, numbers.Real) and not isinstance(
+            x, bool | numbers.Integral):
+        text = format(x, fmt)
+    else:
+        text = str(x)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(header, rows, fmt: str | None = None):
+    """A Markdown table of computed values, displayed as a cell output (all chapters).
+
+    Parameters
+    ----------
+    header : sequence of str
+        Column titles.
+    rows : iterable of sequences
+        One sequence per row, each as long as ``header``.
+    fmt : str, optional
+        A format spec applied to every non-integer number (e.g. ``".3f"``); integers,
+        strings and other cells use ``str``. Pipes in cells are escaped.
+
+    Returns an ``IPython.display.Markdown`` object (its ``.data`` is the table's text).
+    """
+    header = [str(h) for h in header]
+    if not header:
+        raise ValueError("header must name at least one column; got an empty header")
+    if fmt is not None:
+        try:
+            format(1.5, fmt)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"fmt must be a format spec for numbers such as '.3f'; got "
+                             f"{fmt!r}") from err
+    lines = ["| " + " | ".join(_cell(h, None) for h in header) + " |",
+             "|" + "---|" * len(header)]
+    for i, r in enumerate(rows):
+        r = list(r)
+        if len(r) != len(header):
+            raise ValueError(f"rows[{i}] must have {len(header)} cells (one per header "
+                             f"column); got {len(r)}")
+        lines.append("| " + " | ".join(_cell(x, fmt) for x in r) + " |")
+    from IPython.display import Markdown
+
+    return Markdown("\n".join(lines))

@@ -31,21 +31,17 @@ def mismatched_output_distribution(p, q_used, q_sampled) -> np.ndarray:
     acceptance probability and r = residual(p, q_used). Equals p when q_used = q_sampled
     (ch. 2, theorem ch2-exact); differs from p in general otherwise.
 
-    Raises
-    ------
-    ValueError
-        If some token has q_sampled > 0 but q_used = 0 (the verifier would divide by 0).
+    A token with q_sampled > 0 but q_used = 0 is handled as :func:`speculative_step` does
+    (the test u·q(x) < p(x)): accepted when p(x) > 0, rejected when p(x) = 0.
     """
     p = as_distribution(p, "p")
     qu = as_distribution(q_used, "q_used")
     qs = as_distribution(q_sampled, "q_sampled")
     same_shape(p, qu, "p", "q_used")
     same_shape(p, qs, "p", "q_sampled")
-    if ((qs > 0) & (qu <= 0)).any():
-        raise ValueError("q_used must be > 0 wherever q_sampled > 0: the verifier divides "
-                         "p(x) by q_used(x) for every token the draft can propose")
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(qu > 0, np.minimum(1.0, p / np.where(qu > 0, qu, 1.0)), 0.0)
+        ratio = np.where(qu > 0, np.minimum(1.0, p / np.where(qu > 0, qu, 1.0)),
+                         (p > 0).astype(float))
     kept = qs * ratio
     a = kept.sum(axis=-1, keepdims=True)
     return kept + (1.0 - a) * residual_distribution(p, qu)

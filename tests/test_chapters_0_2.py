@@ -69,6 +69,39 @@ def test_forward_time_never_decreases_with_more_tokens(n_params, b, n1, n2):
     assert cm.verify_cost(hi, n_params, cm.H100_SXM, b) >= 1.0
 
 
+def test_attention_at_32k_context_moves_the_ridge_left_from_295_to_197():
+    """Issue 9 item 2: 80 layers, 64 query heads, 8 KV heads, d = 128, 32k context, bf16."""
+    ctx, L, H, H_kv, d = 32768, 80, 64, 8, 128
+    A = cm.attention_flops(ctx, L, H, d)
+    assert A == 4 * L * H * d * ctx
+    assert round(A / 1e9) == 86 and round(2 * P70 / 1e9) == 140
+    kv = cm.kv_cache_bytes(ctx, L, H_kv, d)
+    n0 = cm.ridge_point(cm.H100_SXM, 2.0)
+    n_kv_only = cm.ridge_point(cm.H100_SXM, 2.0, P70, kv)
+    n_both = cm.ridge_point(cm.H100_SXM, 2.0, P70, kv, A)
+    assert round(n0) == 295 and round(n_both) == 197
+    assert n_both < n0 < n_kv_only            # the cache alone would move it right
+    # at n*, the memory and compute terms of the roofline are equal ...
+    assert math.isclose(cm.memory_time(P70, cm.H100_SXM, 2.0, kv),
+                        (2 * P70 + A) * n_both / cm.H100_SXM.peak_flops)
+    # ... and the one-step cost holds exactly up to floor(n*) - 1 drafts
+    k_max = math.floor(n_both) - 1
+    assert cm.verify_cost(k_max, P70, cm.H100_SXM, 2.0, kv, A) == 1.0
+    assert cm.verify_cost(k_max + 1, P70, cm.H100_SXM, 2.0, kv, A) > 1.0
+    # without context the new arguments change nothing
+    assert cm.ridge_point(cm.H100_SXM, 2.0, P70) == pytest.approx(n0)
+    assert cm.forward_flops(P70, 3) == 2 * P70 * 3
+
+
+def test_fp32_ridge_point_of_the_illustrative_cpu_is_dozens_of_tokens():
+    """Issue 9 item 10: a CPU at ~16 FLOP/byte with fp32 weights: n* = 32, not a handful."""
+    cpu = cm.EPYC_9654
+    intensity = cpu.peak_flops / cpu.bandwidth
+    assert 10 <= intensity <= 25
+    assert cm.ridge_point(cpu, 4.0) == pytest.approx(2 * intensity)
+    assert 20 <= cm.ridge_point(cpu, 4.0) <= 50
+
+
 def test_speed_ratio_of_memory_bound_models_is_the_ratio_of_their_sizes():
     assert math.isclose(cm.speed_ratio(P70, P7), 10.0)
     assert math.isclose(cm.speed_ratio(P70, P7, cm.A100_SXM, 0.5), 10.0)
@@ -121,6 +154,11 @@ def test_leviathan_and_course_conventions_for_c_are_inverses():
     (lambda: cm.leviathan_c_from_c(0.0), "c"),
     (lambda: cm.c_from_times(0.0, 1.0), "target_time"),
     (lambda: cm.kv_cache_bytes(10, 0, 8, 128), "layers"),
+    (lambda: cm.attention_flops(-1, 80, 64, 128), "context"),
+    (lambda: cm.attention_flops(10, 80, 0, 128), "q_heads"),
+    (lambda: cm.forward_flops(P70, 1, -1.0), "attn_flops"),
+    (lambda: cm.ridge_point(cm.H100_SXM, 2.0, None, 1e9), "n_params is needed"),
+    (lambda: cm.ridge_point(cm.H100_SXM, 2.0, P70, 0.0, float("nan")), "attn_flops"),
 ])
 def test_cost_model_rejects_bad_input_with_a_value_error_naming_the_argument(call, word):
     with pytest.raises(ValueError, match=word):
@@ -162,11 +200,45 @@ def test_mismatched_output_distribution_matches_a_simulation_of_the_buggy_pipeli
     assert stats.g_test(counts, p).pvalue < 1e-3
 
 
-def test_mismatched_output_distribution_rejects_a_zero_reported_probability():
-    with pytest.raises(ValueError, match="q_used"):
-        mismatched_output_distribution([0.5, 0.5], [1.0, 0.0], [0.5, 0.5])
+def test_mismatched_output_with_a_zero_reported_probability_follows_the_step_rule(rng):
+    """q_used(x) = 0 < q_sampled(x): accepted iff p(x) > 0, as speculative_step does."""
+    p, qu, qs = np.array([0.5, 0.5]), np.array([1.0, 0.0]), np.array([0.5, 0.5])
+    np.testing.assert_allclose(mismatched_output_distribution(p, qu, qs), [0.25, 0.75])
+    # the same pipeline simulated with speculative_step (6 000 draws; 5-sigma band)
+    n = 6_000
+    drafts = rng.choice(2, size=n, p=qs)
+    out = np.array([sm.speculative_step(np.vstack([p, p]), qu[None], [x], rng)[0]
+                    for x in drafts])
+    assert abs(out.mean() - 0.75) < 5 * np.sqrt(0.75 * 0.25 / n)
     with pytest.raises(ValueError, match="same shape"):
         mismatched_output_distribution([0.5, 0.5], [0.5, 0.5], [1.0, 0.0, 0.0])
+
+
+def test_greedy_drafting_neither_dominates_sampled_drafting():
+    """Issue 9 item 1: p = (.9, .1), q = (.6, .4): 0.90 greedy vs 0.70 sampled; and the
+    chapter's animal example goes the other way."""
+    p2, q2 = np.array([0.9, 0.1]), np.array([0.6, 0.4])
+    assert sm.acceptance_probability(p2, greedy(q2)) == pytest.approx(0.9)
+    assert sm.acceptance_probability(p2, q2) == pytest.approx(0.7)
+    p = np.array([0.35, 0.25, 0.20, 0.12, 0.08])
+    q = np.array([0.15, 0.40, 0.10, 0.30, 0.05])
+    assert sm.acceptance_probability(p, greedy(q)) == pytest.approx(p[1])
+    assert sm.acceptance_probability(p, greedy(q)) < sm.acceptance_probability(p, q)
+
+
+@given(st.integers(0, 10_000), st.integers(1, 12))
+def test_rejection_sampling_is_exact_and_accepts_no_more_than_speculative_sampling(seed, V):
+    """Leviathan et al. appendix A.2: one-shot rejection sampling with bound M accepts with
+    1/M ≤ α, equality only when p = q, and its output (fallback to p) is exactly p."""
+    r = np.random.default_rng(seed)
+    p, q = r.dirichlet(np.full(V, 0.7)), r.dirichlet(np.full(V, 0.7))
+    M = np.max(p / q)
+    np.testing.assert_allclose(q * p / (M * q) + (1 - 1 / M) * p, p, atol=1e-12)
+    alpha = sm.acceptance_probability(p, q)
+    assert 1 / M <= alpha + 1e-12
+    if V > 1 and not np.allclose(p, q):
+        assert 1 / M < alpha
+    assert 1 / np.max(p / p) == pytest.approx(sm.acceptance_probability(p, p), abs=1e-12)
 
 
 # ---------------------------------------------------------------- figures and explorers
@@ -277,3 +349,19 @@ def test_bonus_token_probability_of_exercise_ch2_ex5_matches_simulation(rng):
     truth = float(_REGISTRY["ch2-ex5"].compute())
     sigma = math.sqrt(truth * (1 - truth) / n)
     assert abs(hits / n - truth) < 4.5 * sigma
+
+
+# ---------------------------------------------------------------- notebook code width
+
+@pytest.mark.parametrize("name", ["01_why_fast", "02_acceptance_rule", "03_draft_quality"])
+def test_visible_notebook_code_lines_are_at_most_88_characters(name):
+    """The site clips longer lines (issue 9); the hidden Colab install cell is exempt."""
+    from pathlib import Path
+
+    import nbformat
+
+    nb = nbformat.read(Path(__file__).parents[1] / "book" / f"{name}.ipynb", as_version=4)
+    long = [ln for c in nb.cells if c.cell_type == "code"
+            and "remove-cell" not in c.metadata.get("tags", [])
+            for ln in c.source.splitlines() if len(ln) > 88]
+    assert not long, f"{name}: code lines over 88 characters:\n" + "\n".join(long)

@@ -16,8 +16,10 @@ DATA = {
     "int4": 0.5,
     "alpha": 0.8,
     "k": 5,
-    # a 70B-class model with grouped-query attention: 80 layers, 8 KV heads of dim 128
+    # a 70B-class model with grouped-query attention: 80 layers, 64 query heads and
+    # 8 KV heads of dim 128
     "layers": 80,
+    "q_heads": 64,
     "kv_heads": 8,
     "head_dim": 128,
     "context": 32768,
@@ -49,11 +51,13 @@ def _ex4():
 
 
 def _ex5():
-    from ..costmodel import H100_SXM, forward_time, kv_cache_bytes
+    from ..costmodel import H100_SXM, attention_flops, forward_time, kv_cache_bytes, ridge_point
     kv = kv_cache_bytes(DATA["context"], DATA["layers"], DATA["kv_heads"], DATA["head_dim"])
+    A = attention_flops(DATA["context"], DATA["layers"], DATA["q_heads"], DATA["head_dim"])
+    n_star = ridge_point(H100_SXM, DATA["bf16"], DATA["target_params"], kv, A)
     ratio = (forward_time(1, DATA["target_params"], H100_SXM, DATA["bf16"], kv)
              / forward_time(1, DATA["target_params"], H100_SXM, DATA["bf16"]))
-    return [kv / 1e9, ratio]
+    return [kv / 1e9, A / 1e9, n_star, ratio]
 
 
 register("ch1-ex1", _ex1, hint="n* = peak × bytes per parameter ÷ (2 × bandwidth).")
@@ -61,4 +65,5 @@ register("ch1-ex2", _ex2, hint="At n = 1 the pass is memory-bound: bytes ÷ band
 register("ch1-ex3", _ex3, atol=0.5, hint="k + 1 tokens must not exceed the ridge point.")
 register("ch1-ex4", _ex4, hint="Both models are memory-bound, so c is a ratio of bytes.")
 register("ch1-ex5", _ex5, hint="Keys and values: 2 × layers × kv_heads × head_dim × context "
-         "× 2 bytes.")
+         "× 2 bytes; attention: 4 × layers × q_heads × head_dim × context FLOPs; then "
+         "equate the two roofline terms.")

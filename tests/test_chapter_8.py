@@ -1,0 +1,147 @@
+"""Chapter 8: its exercise checkers, figures, explorer, the lossy real-pair benchmark
+(``benchmarks/lossy_realmodel.py``, run in --quick mode on tiny in-process models) and the
+committed result file the chapter reads."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import specmath as sm  # noqa: E402
+from specmath.exercises import ch8, check, exercise_keys  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_chapter_8_exercises_are_registered_and_reject_wrong_answers():
+    keys = [k for k in exercise_keys() if k.startswith("ch8-")]
+    assert keys == ["ch8-ex1", "ch8-ex2", "ch8-ex3", "ch8-ex4", "ch8-ex5"]
+    from specmath.exercises import _REGISTRY
+    for key in keys:
+        truth = np.asarray(_REGISTRY[key].compute(), float)
+        assert check(key, truth, quiet=True)
+        assert not check(key, truth * 1.05 + 0.1, quiet=True)
+
+
+def test_exercise_answers_agree_with_hand_derivations():
+    p, q = np.array(ch8.EX1_P), np.array(ch8.EX1_Q)
+    assert check("ch8-ex1", [p[np.argmax(q)], np.minimum(p, q).sum()], quiet=True)
+    assert check("ch8-ex2", float(p @ q), quiet=True)
+    # greedy draft, soft ratio: the third token is never emitted, output (0.4, 0.6, 0)
+    out = np.array([1 - min(1, p[1] / q[1]), min(1, p[1] / q[1]), 0.0])
+    assert check("ch8-ex3", 0.5 * np.abs(out - p).sum(), quiet=True)
+    l = 0.5 / (ch8.EX4_BETA - 0.2)                    # β(l) = 0.2 + 0.5/l on this branch
+    assert check("ch8-ex4", [l, ch8.EX4_BETA - np.minimum(p, q).sum()], quiet=True)
+
+
+def test_exercise_5_conversion_inverts_the_closed_form():
+    a1, a2 = ch8._ex5()
+    k1, k2 = ch8.EX5_VLLM_K, ch8.EX5_SGLANG_K
+    assert np.isclose((sm.expected_tokens(a1, k1) - 1) / k1, ch8.EX5_VLLM_RATE)
+    assert np.isclose(sm.expected_tokens(a2, k2), ch8.EX5_SGLANG_LEN)
+
+
+def test_figures_build_with_the_expected_artists():
+    from specmath.plots import engines as pe
+    rng = np.random.default_rng(0)
+    P, Q = rng.dirichlet(np.ones(5), 40), rng.dirichlet(np.ones(5), 40)
+    fig = pe.plot_greedy_vs_sampled(P, Q, examples=[(P[0], Q[0], "a")])
+    assert fig.axes[0].get_xlabel().startswith("sampled draft")
+    plt.close(fig)
+    fig = pe.plot_lossy_tradeoff(P, Q, 4, np.linspace(1, 0.1, 5), [0.01, 0.1, 0.5])
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("lenient" in t for t in labels) and any("typical" in t for t in labels)
+    plt.close(fig)
+    fig = pe.plot_mismatch(P[0], {"x": Q[0]})
+    assert len(fig.axes[0].patches) == 10
+    plt.close(fig)
+
+
+def test_lossy_curves_lenient_on_frontier_typical_above():
+    from specmath.plots.engines import lossy_curves
+    rng = np.random.default_rng(1)
+    P, Q = rng.dirichlet(np.ones(8), 60), rng.dirichlet(np.ones(8), 60)
+    c = lossy_curves(P, Q, 3, np.linspace(1, 0.1, 6), np.geomspace(0.01, 0.5, 6), 0.3)
+    b, en, tv = c["lenient"]
+    assert np.allclose(tv, b - c["alpha"]) and (np.diff(en) >= -1e-12).all()
+    b, en, tv = c["typical"]
+    assert (tv >= b - c["alpha"] - 1e-12).all()
+
+
+def test_explorer_static_view_without_controls():
+    pytest.importorskip("ipywidgets")
+    from specmath.widgets.engines import lossy_explorer
+    rng = np.random.default_rng(2)
+    P, Q = rng.dirichlet(np.ones(5), 20), rng.dirichlet(np.ones(5), 20)
+    assert lossy_explorer(P, Q, k=3, l=0.6, show_controls=False) is None
+    plt.close("all")
+
+
+# ---- the real-pair benchmark ------------------------------------------------------------
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+
+def _tiny(seed: int, V: int = 8):
+    torch.manual_seed(seed)
+    cfg = transformers.Qwen2Config(
+        vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+        initializer_range=0.25, tie_word_embeddings=False)
+    return transformers.Qwen2ForCausalLM(cfg).double().eval()
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("lossy_realmodel",
+                                                  ROOT / "benchmarks" / "lossy_realmodel.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_lossy_benchmark_quick_on_tiny_models_records_exact_per_position_fields(tmp_path):
+    bench = _bench()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        out = tmp_path / "lossy.json"
+        R = bench.main(["--quick", "--out", str(out)],
+                       models=(_tiny(0), _tiny(1), [[1, 2, 3], [4, 5]]))
+    finally:
+        torch.set_num_threads(threads)
+    data = json.loads(out.read_text())
+    assert data["provenance"]["quick"] and len(data["prompts"]) == 2
+    for pr in data["prompts"]:
+        assert pr["L"] == 8 == len(pr["alpha"]) == len(pr["tokens"])
+        a = np.array(pr["alpha"])
+        assert np.allclose(pr["lenient"]["1"]["beta"], a, atol=1e-5)
+        assert np.allclose(pr["lenient"]["1"]["tv"], 0, atol=1e-5)
+        for d in pr["lenient"].values():     # on the frontier: TV = β − α
+            assert np.allclose(np.array(d["tv"]), np.array(d["beta"]) - a, atol=3e-5)
+        for d in pr["typical"].values():
+            assert (np.array(d["tv"]) >= np.array(d["beta"]) - a - 3e-5).all()
+    assert R["provenance"]["models"]["pair"] == "in-process"
+
+
+def test_recorded_lossy_file_has_provenance_and_consistent_fields():
+    path = ROOT / "book" / "results" / "lossy_cpu.json"
+    if not path.exists():
+        pytest.skip("book/results/lossy_cpu.json not recorded yet")
+    R = json.loads(path.read_text())
+    prov = R["provenance"]
+    for f in ("hardware", "torch", "date", "models", "n_new_tokens", "temperature", "seed"):
+        assert f in prov
+    assert not prov["quick"] and len(R["prompts"]) >= 3
+    for pr in R["prompts"]:
+        a, g = np.array(pr["alpha"]), np.array(pr["alpha_greedy"])
+        assert a.size == pr["L"] == g.size and ((0 <= a) & (a <= 1)).all()

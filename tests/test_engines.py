@@ -1,0 +1,246 @@
+"""specmath.engines (chapter 8): one-hot drafts, processors, lossy rules, metrics.
+
+Statistical tests are G-tests (:func:`specmath.stats.g_test`) at level ``LEVEL = 0.001``
+(false-alarm rate 0.1 %) with fixed seeds; each computes its power against a named biased
+variant from the exact distributions (noncentral chi-square with λ = 2n·KL) and asserts it
+is ≥ ``MIN_POWER``, then runs the biased variant through the same test and asserts that it
+fails.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import specmath as sm
+from specmath import engines
+from specmath.acceptance import _sample
+from specmath.stats import g_test
+
+LEVEL = 1e-3
+MIN_POWER = 0.99
+
+P0 = np.array([0.35, 0.25, 0.2, 0.15, 0.05])   # target
+Q0 = np.array([0.1, 0.5, 0.2, 0.1, 0.1])       # draft; argmax q = 1
+
+
+def _power(p0: np.ndarray, p1: np.ndarray, n: int) -> float:
+    """Power of the G-test of H0 = p0 with n draws from p1 (λ = 2n·KL(p1‖p0))."""
+    m = p1 > 0
+    lam = 2 * n * float((p1[m] * np.log(p1[m] / p0[m])).sum())
+    dof = int((p0 > 0).sum() - 1)
+    return float(sps.ncx2.sf(sps.chi2.isf(LEVEL, dof), dof, lam))
+
+
+def _first_tokens(step, n, seed, p=P0, q=Q0, draft=None, **kw):
+    rng = np.random.default_rng(seed)
+    P = np.stack([p, p])
+    x = int(np.argmax(q)) if draft is None else draft
+    counts = np.zeros(p.size)
+    for _ in range(n):
+        counts[step(P, q[None], [x], rng, **kw)[0]] += 1
+    return counts
+
+
+def _greedy_resample_from_p(p, q, draft_tokens, rng):
+    """Biased variant: a one-hot draft whose rejection resamples from p (x not removed)."""
+    x = int(draft_tokens[0])
+    if rng.random() < p[0, x]:
+        return np.array([x, _sample(p[1], rng)])
+    return np.array([_sample(p[0], rng)])
+
+
+# ---- greedy drafts ----------------------------------------------------------------------
+
+
+def test_greedy_draft_acceptance_is_target_mass_of_draft_argmax_and_example_values():
+    assert sm.greedy_draft_acceptance([0.9, 0.1], [0.6, 0.4]) == pytest.approx(0.9)
+    assert sm.acceptance_probability([0.9, 0.1], [0.6, 0.4]) == pytest.approx(0.7)
+    # the other way round: p(argmax q) = 0.4 < Σ min(p, q) = 0.8
+    assert sm.greedy_draft_acceptance([0.4, 0.6], [0.6, 0.4]) == pytest.approx(0.4)
+    rng = np.random.default_rng(1)
+    P, Q = rng.dirichlet(np.ones(6), 50), rng.dirichlet(np.ones(6), 50)
+    want = P[np.arange(50), Q.argmax(axis=1)]
+    assert np.allclose(sm.greedy_draft_acceptance(P, Q), want)
+
+
+def test_greedy_draft_output_distribution_equals_target_exactly():
+    rng = np.random.default_rng(2)
+    P, Q = rng.dirichlet(np.ones(7) * 0.5, 200), rng.dirichlet(np.ones(7) * 0.5, 200)
+    assert np.allclose(sm.greedy_draft_output_distribution(P, Q), P, atol=1e-12)
+    # a point-mass target: rejection has probability 0 and the output is still p
+    e = np.eye(4)[2]
+    assert np.allclose(sm.greedy_draft_output_distribution(e, [0.1, 0.2, 0.6, 0.1]), e)
+
+
+def test_one_hot_verification_of_sampled_drafts_accepts_sum_pq_which_is_at_most_alpha():
+    rng = np.random.default_rng(3)
+    P, Q = rng.dirichlet(np.ones(5), 300), rng.dirichlet(np.ones(5), 300)
+    pq = (P * Q).sum(axis=1)
+    assert (pq <= sm.acceptance_probability(P, Q) + 1e-15).all()
+
+
+def test_greedy_draft_step_emits_target_g_test_with_power_and_biased_variant_fails():
+    n = 8_000
+    biased = sm.greedy_draft_output_distribution(P0, Q0)           # = P0
+    x = int(np.argmax(Q0))
+    biased = P0[x] * np.eye(5)[x] + (1 - P0[x]) * P0                # resample-from-p variant
+    power = _power(P0, biased, n)
+    assert power >= MIN_POWER, power
+    ok = _first_tokens(sm.greedy_draft_step, n, seed=10)
+    assert g_test(ok, P0).pvalue > LEVEL
+    bad = _first_tokens(_greedy_resample_from_p, n, seed=10)
+    assert g_test(bad, P0).pvalue < LEVEL
+
+
+def test_greedy_draft_step_is_exact_whatever_token_was_drafted():
+    # the rule never reads q: drafting the *least* likely draft token is still exact
+    counts = _first_tokens(sm.greedy_draft_step, 6_000, seed=11, draft=4)
+    assert g_test(counts, P0).pvalue > LEVEL
+
+
+def test_greedy_draft_step_accepts_everything_when_target_is_a_point_mass():
+    rng = np.random.default_rng(0)
+    P = np.array([[0, 1.0, 0], [0.2, 0.3, 0.5], [1 / 3] * 3])
+    out = sm.greedy_draft_step(P[:2], np.array([[0.1, 0.8, 0.1]]), [1], rng)
+    assert out[0] == 1 and out.size == 2
+    assert sm.greedy_draft_step(P[:1], np.zeros((0, 3)), np.zeros(0, int), rng).size == 1
+
+
+# ---- mismatched draft distributions -----------------------------------------------------
+
+
+def test_mismatched_output_is_target_iff_ratio_uses_the_sampled_draft():
+    rng = np.random.default_rng(4)
+    P, Q = rng.dirichlet(np.ones(6), 100), rng.dirichlet(np.ones(6), 100)
+    assert np.allclose(sm.mismatched_output_distribution(P, Q, Q), P, atol=1e-12)
+    onehot = np.eye(6)[Q.argmax(axis=1)]
+    tv = sm.tv_distance(sm.mismatched_output_distribution(P, onehot, Q), P)
+    assert (tv > 1e-3).mean() > 0.9              # issue #32867: greedy draft, soft ratio
+
+
+def test_top_k_on_both_sides_is_exact_for_processed_target_and_raw_ratio_is_not():
+    p, q = P0, Q0
+    pk, qk = sm.top_k_filter(p, 3), sm.top_k_filter(q, 2)
+    assert np.allclose(sm.output_distribution(pk, qk), pk)
+    bad = sm.mismatched_output_distribution(pk, qk, q)
+    assert sm.tv_distance(bad, pk) > 0.01
+
+
+def test_top_k_and_top_p_known_values():
+    d = np.array([0.1, 0.4, 0.3, 0.2])
+    assert np.allclose(sm.top_k_filter(d, 2), [0, 4 / 7, 3 / 7, 0])
+    assert np.allclose(sm.top_p_filter(d, 0.5), [0, 4 / 7, 3 / 7, 0])
+    assert np.allclose(sm.top_p_filter(d, 0.4), [0, 1, 0, 0])
+    assert np.allclose(sm.top_p_filter(d, 1.0), d)
+    assert np.allclose(sm.top_k_filter(np.stack([d, d[::-1]]), 1), [[0, 1, 0, 0], [0, 0, 1, 0]])
+
+
+def test_repetition_penalty_divides_positive_and_multiplies_negative_logits():
+    z = sm.repetition_penalty([2.0, -1.0, 0.5], [0, 1, 0], 2.0)
+    assert np.allclose(z, [1.0, -2.0, 0.5])
+    assert np.allclose(sm.repetition_penalty([2.0, -1.0], [], 3.0), [2.0, -1.0])
+
+
+def test_two_token_joint_is_exact_with_prefix_processing_and_biased_without():
+    logits_p, logits_q = np.log(P0), np.log(Q0)
+    theta, ctx = 3.0, [0]
+    p1 = sm.softmax(sm.repetition_penalty(logits_p, ctx, theta))
+    q1 = sm.softmax(sm.repetition_penalty(logits_q, ctx, theta))
+    p2 = np.stack([sm.softmax(sm.repetition_penalty(logits_p, ctx + [y], theta))
+                   for y in range(5)])
+    stale = np.tile(p1, (5, 1))             # penalty not applied along the drafted prefix
+    good = sm.two_token_joint(p1, q1, p2, p2)
+    assert np.allclose(good, p1[:, None] * p2)
+    bad = sm.two_token_joint(p1, q1, stale, p2)
+    assert sm.tv_distance(bad.ravel(), good.ravel()) > 0.01
+
+
+# ---- lossy rules ------------------------------------------------------------------------
+
+
+def test_lenient_with_l_one_is_exact_and_acceptance_grows_as_l_falls():
+    rng = np.random.default_rng(5)
+    P, Q = rng.dirichlet(np.ones(5), 100), rng.dirichlet(np.ones(5), 100)
+    assert np.allclose(sm.lenient_output_distribution(P, Q, 1.0), P, atol=1e-12)
+    ls = np.array([1.0, 0.8, 0.5, 0.2, 0.05])
+    betas = np.stack([sm.lenient_acceptance(P, Q, l) for l in ls])
+    assert (np.diff(betas, axis=0) >= -1e-15).all()
+    assert np.allclose(sm.lenient_acceptance(P, Q, 1.0), sm.acceptance_probability(P, Q))
+
+
+def test_lossy_frontier_tv_at_least_acceptance_gain_and_lenient_attains_it():
+    rng = np.random.default_rng(6)
+    P, Q = rng.dirichlet(np.ones(6) * 0.7, 200), rng.dirichlet(np.ones(6) * 0.7, 200)
+    alpha = sm.acceptance_probability(P, Q)
+    for l in (0.9, 0.6, 0.3):
+        tv = sm.tv_distance(sm.lenient_output_distribution(P, Q, l), P)
+        assert np.allclose(tv, sm.lenient_acceptance(P, Q, l) - alpha, atol=1e-12)
+    for eps in (0.02, 0.09, 0.3):
+        out = sm.typical_output_distribution(P, Q, eps, 0.3)
+        beta = sm.typical_acceptance(P, Q, eps, 0.3)
+        assert (sm.tv_distance(out, P) >= beta - alpha - 1e-12).all()
+    # any residual is at least as far from p as the best one
+    a = Q * rng.random(Q.shape)
+    best = sm.tv_distance(sm.best_residual_output(P, a), P)
+    other = a + (1 - a.sum(axis=1, keepdims=True)) * P
+    assert (sm.tv_distance(other, P) >= best - 1e-12).all()
+
+
+def test_typical_threshold_known_values():
+    u = np.ones(4) / 4                              # H = ln 4, e^{−H} = 1/4
+    assert sm.typical_threshold(u, 0.09, 0.3) == pytest.approx(0.075)
+    assert sm.typical_threshold(u, 0.05, 0.3) == pytest.approx(0.05)
+    assert sm.typical_acceptance(u, [0.5, 0.5, 0, 0], 0.09, 0.3) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("step", "kw", "exact"), [
+    (sm.lenient_step, {"l": 0.5}, lambda: sm.lenient_output_distribution(P0, Q0, 0.5)),
+    (sm.typical_step, {"eps": 0.2, "delta": 0.3},
+     lambda: sm.typical_output_distribution(P0, Q0, 0.2, 0.3)),
+])
+def test_lossy_steps_emit_their_computed_output_law_and_not_the_target(step, kw, exact):
+    """Sampling matches the exact (biased) law; the same test against p must fail."""
+    n = 8_000
+    rng = np.random.default_rng(12)
+    want = exact()
+    assert _power(P0, want, n) >= MIN_POWER
+    counts = np.zeros(5)
+    P = np.stack([P0, P0])
+    for _ in range(n):
+        x = int(np.searchsorted(np.cumsum(Q0), rng.random() * 1.0, side="right"))
+        counts[step(P, Q0[None], [min(x, 4)], rng, **kw)[0]] += 1
+    assert g_test(counts, want).pvalue > LEVEL
+    assert g_test(counts, P0).pvalue < LEVEL
+
+
+# ---- metrics ----------------------------------------------------------------------------
+
+
+def test_engine_metrics_known_values_and_round_trip_to_mean_tokens():
+    m = sm.engine_metrics([0, 2, 3, 1], 3)
+    assert m == pytest.approx({"mean_acceptance_length": 2.5, "mean_accepted_drafts": 1.5,
+                               "vllm_draft_acceptance_rate": 0.5, "sglang_accept_rate": 0.625})
+    for name, v in m.items():
+        assert sm.mean_tokens_from_metric(v, name, 3) == pytest.approx(2.5)
+
+
+def test_metrics_of_simulated_iterations_recover_alpha():
+    rng = np.random.default_rng(7)
+    alpha, k, n = 0.7, 4, 40_000
+    N = sm.simulate_tokens_per_iteration(alpha, k, n, rng)
+    m = sm.engine_metrics(N - 1, k)
+    se = np.std(N) / np.sqrt(n)
+    assert abs(m["mean_acceptance_length"] - sm.expected_tokens(alpha, k)) < 5 * se
+    a_hat = sm.alpha_from_acceptance_rate(m["vllm_draft_acceptance_rate"], k)
+    assert abs(a_hat - alpha) < 0.01
+
+
+def test_published_engine_metric_definitions_carry_sources():
+    from specmath import published
+    recs = published.load("engines_metrics")
+    assert {r["system"] for r in recs} >= {"vLLM", "SGLang", "Spec-Bench"}
+    for r in recs:
+        assert r["metric"] in engines.ENGINE_METRICS or r["quantity"] == "default_setting"
+        assert r["commit"] and r["path"] and r["url"].startswith("https://github.com/")

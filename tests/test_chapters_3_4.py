@@ -128,6 +128,28 @@ def test_geometric_mixing_is_not_linear_in_alpha():
     assert np.max(np.abs(np.array(geo) - (ws + (1 - ws) * a0))) > 1e-3
 
 
+def test_flattened_draft_beats_sharpened_at_every_shift_and_unchanged_only_when_far():
+    """Chapter 3's shift sweep: no 'order flip' between sharp and flat drafts."""
+    shifts = np.linspace(-4, 4, 33)
+    a = np.array([[sm.acceptance_probability(*overlap_pair(s, t)) for s in shifts]
+                  for t in (0.5, 1.0, 2.0)])
+    assert (a[2] > a[0]).all()
+    far = np.abs(shifts) >= 1
+    assert (a[2, far] > a[1, far]).all() and (a[2, ~far] < a[1, ~far]).any()
+
+
+def test_block_verification_accepts_more_than_tokenwise_on_the_running_example():
+    """Maximal coupling is optimal per position only: at k = 2 block verification accepts
+    more drafts on average than α + α² (chapter 3's remark, chapter 9's theorem)."""
+    p, q = overlap_pair(1.0)
+    a = sm.acceptance_probability(p, q)
+    tw = sm.expected_accepted(p, q, 2, rule="tokenwise")
+    blk = sm.expected_accepted(p, q, 2)
+    assert tw == pytest.approx(a + a * a, abs=1e-12)
+    assert blk > tw + 1e-3
+    assert blk <= sm.accepted_upper_bound(p, q, 2) + 1e-12
+
+
 def test_acceptance_probability_matches_monte_carlo_of_the_rule(rng):
     # G-test at level 1e-3: false-alarm rate 0.1% over seeds (fixed seed here, so
     # deterministic). With n = 200 000 draws an error of 0.005 in α is about 6 standard
@@ -189,19 +211,35 @@ def test_pmf_tail_and_mean_agree_in_exact_arithmetic():
 
 
 def test_simulated_tokens_per_iteration_follow_the_truncated_geometric(rng):
-    # G-test at level 1e-3 (false-alarm rate 0.1%); the α − 0.01 alternative is rejected
-    # with power ≈ 1 at n = 200 000 (checked below on the same n).
+    # G-test at level 1e-3 (false-alarm rate 0.1 %). Power against the α − 0.01 law at
+    # n = 200 000, from the noncentral chi-square with the smaller of the two usual
+    # noncentralities, is computed and required to exceed 0.99; then the test must reject
+    # the α − 0.01 law on the same counts.
+    from scipy import stats as sps
+
+    n = 200_000
     for alpha, k in [(0.8, 5), (0.3, 2), (0.95, 10)]:
-        s = sm.simulate_tokens_per_iteration(alpha, k, 200_000, rng)
+        p0 = sm.tokens_per_iteration_pmf(alpha, k)
+        p1 = sm.tokens_per_iteration_pmf(alpha - 0.01, k)
+        lam = min(2 * n * (p0 * np.log(p0 / p1)).sum(), n * ((p0 - p1) ** 2 / p1).sum())
+        assert sps.ncx2.sf(sps.chi2.isf(1e-3, k), k, lam) > 0.99
+        s = sm.simulate_tokens_per_iteration(alpha, k, n, rng)
         counts = np.bincount(s, minlength=k + 2)[1:]
-        assert sm.stats.g_test(counts, sm.tokens_per_iteration_pmf(alpha, k)).pvalue > 1e-3
-        assert sm.stats.g_test(counts, sm.tokens_per_iteration_pmf(alpha - 0.01, k)).pvalue < 1e-3
+        assert sm.stats.g_test(counts, p0).pvalue > 1e-3
+        assert sm.stats.g_test(counts, p1).pvalue < 1e-3
 
 
 def test_limits_of_expected_tokens():
     assert sm.expected_tokens(1e-12, 7) == pytest.approx(1.0)
     assert sm.expected_tokens(1 - 1e-10, 7) == pytest.approx(8.0, rel=1e-6)
     assert sm.expected_tokens(0.9, 5000) == pytest.approx(10.0)
+    # chapter 4's figure caption: for α ≤ 1/2 no draft length gives more than two tokens
+    assert np.all(sm.expected_tokens(np.linspace(0, 0.5, 51)[:, None], np.arange(60)) <= 2)
+    # and its explorer text: the last bar of the pmf is the tallest iff α^k > 1 − α
+    for a in np.linspace(0.05, 0.95, 19):
+        for k in range(1, 12):
+            pm = sm.tokens_per_iteration_pmf(a, k)
+            assert (pm[-1] > pm[:-1].max()) == (a ** k > 1 - a)
 
 
 def test_reported_metrics_relations_and_the_vllm_example():
@@ -240,14 +278,20 @@ def test_markov_prediction_reduces_to_iid_formula_when_rows_are_identical():
 
 
 def test_markov_prediction_matches_a_long_speculative_decode(rng):
-    # z-test on 20 independent decodes (their means are independent even though iterations
-    # within a decode are not): |z| < 4 has a false-alarm rate ≈ 6e-5; the standard error
-    # is ≈ 0.015 tokens, so an error of 0.08 in the prediction is caught with power > 0.99.
+    # t-test on 20 independent decodes (their means are independent even though iterations
+    # within a decode are not): |t| < 4 on 19 degrees of freedom has a false-alarm rate
+    # 2 P(t_19 > 4) ≈ 8e-4 (asserted below); power against an error of 0.1 tokens in the
+    # prediction, from the noncentral t at the observed standard error, must exceed 0.99.
+    from scipy import stats as sps
+
     t, d = sm.toy.toy_pair(6, 0.6, seed=0)
     k = 4
     means = [sm.toy.speculative_decode(t, d, 2_000, k, rng, context=(0,)).mean_tokens_per_iteration
              for _ in range(20)]
     se = np.std(means, ddof=1) / np.sqrt(len(means))
+    df = len(means) - 1
+    assert 2 * sps.t.sf(4, df) < 1e-3
+    assert sps.nct.sf(4, df, 0.1 / se) > 0.99
     assert abs(np.mean(means) - expected_tokens_markov(t, d, k)) < 4 * se
 
 
@@ -276,7 +320,9 @@ def test_iteration_kernel_equals_sum_of_m_power_r_plus_m_power_k_p_and_matches_d
     assert sm.stats.g_test(trans, T).pvalue > 1e-3
     alpha = M.sum(axis=1)
     wrong = sum(mp(M, n) @ ((1 - alpha)[:, None] * P) for n in range(k)) + mp(M, k) @ P
-    lam = 2 * trans.sum(axis=1) @ (wrong * np.log(wrong / T)).sum(axis=1)
+    n_row = trans.sum(axis=1)
+    lam = min(2 * n_row @ (wrong * np.log(wrong / T)).sum(axis=1),
+              n_row @ ((wrong - T) ** 2 / T).sum(axis=1))
     assert sps.ncx2.sf(sps.chi2.isf(1e-3, 30), 30, lam) > 0.99
     assert sm.stats.g_test(trans, wrong).pvalue < 1e-3
 
@@ -303,6 +349,21 @@ def test_heterogeneity_raises_and_position_correlation_lowers_en_for_the_chapter
     iid_first = sm.expected_tokens(pi @ a, k)
     assert het > iid_first + 0.02
     assert chain.mean_tokens < het - 0.03
+    # why the correlation term is negative here: later positions forget the start token.
+    # P(N ≥ n+1 | N ≥ n, s), n ≥ 2, lies below α(s) for the easiest start and above it
+    # for the hardest, and pooled over π it is below the first-position rate.
+    M = np.minimum(t.transition, d.transition)
+    reach = np.array([np.linalg.matrix_power(M, n) @ np.ones(6) for n in range(k + 1)])
+    later = reach[2:] / reach[1:-1]
+    assert np.all(later[:, np.argmax(a)] < a.max())
+    assert np.all(later[:, np.argmin(a)] > a.min())
+    assert np.all((pi @ reach[2:].T) / (pi @ reach[1:-1].T) < pi @ a)
+    # the correlation term has no fixed sign: positive for another pair (chapter 4 quotes
+    # it), while the heterogeneity term stays non-negative (Jensen)
+    cp = iteration_chain(*sm.toy.toy_pair(4, 0.3, seed=1), k)
+    het_p = cp.stationary @ sm.expected_tokens(cp.alpha_by_state, k)
+    assert het_p >= sm.expected_tokens(cp.stationary @ cp.alpha_by_state, k)
+    assert cp.mean_tokens - het_p > 0.01
     # with one context (identical rows) neither effect exists
     p, q = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.5, 0.3])
     t1, d1 = sm.toy.MarkovLM(np.tile(p, (3, 1)), p), sm.toy.MarkovLM(np.tile(q, (3, 1)), q)

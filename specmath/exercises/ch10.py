@@ -1,0 +1,60 @@
+"""Exercise answers for chapter 10 (computed, never typed)."""
+
+import numpy as np
+
+from ..multidraft import multidraft_acceptance
+from ..trees import (
+    best_tree,
+    chain_tree,
+    tree_attention_mask,
+    tree_expected_accepted,
+)
+from . import register
+
+#: Parameters the chapter's exercises use (the notebook reads them from here too).
+EX1_P = (0.5, 0.3, 0.2)
+EX1_Q = (0.2, 0.2, 0.6)
+EX1_M = 2
+EX2_QY, EX2_M = 0.3, 3
+EX3_P = (0.6, 0.3, 0.1)
+EX3_Q = (0.3, 0.2, 0.5)
+EX4_A = (0.6, 0.2, 0.1)
+EX4_N = 6
+EX5_N = 10
+
+
+def _ex1():
+    return float(multidraft_acceptance(np.array(EX1_P), np.array(EX1_Q), EX1_M))
+
+
+def _ex2():
+    # one-hot target: kept iff some candidate equals y
+    return 1 - (1 - EX2_QY) ** EX2_M
+
+
+def _ex3():
+    p, q = np.array(EX3_P), np.array(EX3_Q)
+    return np.array([multidraft_acceptance(p, q, 2),
+                     multidraft_acceptance(p, q, 2, replacement=False)])
+
+
+def _ex4():
+    a = np.array(EX4_A)
+    v, _ = best_tree(a, EX4_N)
+    return np.array([v + 1, tree_expected_accepted(chain_tree(EX4_N), a) + 1])
+
+
+def _ex5():
+    _, par = best_tree(np.array(EX4_A), EX5_N)
+    return int(tree_attention_mask(par).sum())
+
+
+register("ch10-ex1", _ex1, hint="β₁ = Σ min(p, q); r₂ = norm(max(0, p − q)); "
+         "β₂ = Σ min(r₂, q); answer 1 − (1 − β₁)(1 − β₂).")
+register("ch10-ex2", _ex2, hint="With p = δ_y a candidate is kept exactly when it equals y.")
+register("ch10-ex3", _ex3, hint="Without replacement the second candidate comes from q with "
+         "the first removed; average over the first candidate.")
+register("ch10-ex4", _ex4, hint="E[N] = 1 + Σ over nodes of the product of a along the path; "
+         "give [best tree, chain].")
+register("ch10-ex5", _ex5, rtol=0.0, atol=0.0,
+         hint="A row of the mask has one entry per node on the path: its depth.")

@@ -1,0 +1,150 @@
+"""Chapter 10: its exercise checkers against independent computations, its figures, and the
+real-pair script (``benchmarks/multidraft_realmodel.py``, run in --quick mode on tiny
+in-process models) with the committed result file the chapter reads."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from specmath import multidraft as md  # noqa: E402
+from specmath import trees as tr  # noqa: E402
+from specmath.exercises import ch10, check, exercise_keys  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+
+def test_chapter_10_exercises_are_registered_and_reject_wrong_answers():
+    keys = [k for k in exercise_keys() if k.startswith("ch10-")]
+    assert keys == ["ch10-ex1", "ch10-ex2", "ch10-ex3", "ch10-ex4", "ch10-ex5"]
+    from specmath.exercises import _REGISTRY
+    for key in keys:
+        truth = np.asarray(_REGISTRY[key].compute(), float)
+        assert check(key, truth, quiet=True)
+        assert not check(key, truth * 1.05 + 1, quiet=True)
+
+
+def test_exercise_answers_agree_with_hand_formulas():
+    p, q = np.array(ch10.EX1_P), np.array(ch10.EX1_Q)
+    b1 = np.minimum(p, q).sum()
+    r2 = np.maximum(p - q, 0) / (1 - b1)
+    b2 = np.minimum(r2, q).sum()
+    assert check("ch10-ex1", 1 - (1 - b1) * (1 - b2), quiet=True)
+    # one-hot target: recursive rejection reaches the LP ceiling
+    e, q2 = np.array([1.0, 0.0]), np.array([ch10.EX2_QY, 1 - ch10.EX2_QY])
+    assert check("ch10-ex2", md.multidraft_ot_ceiling(e, q2, ch10.EX2_M), quiet=True)
+    # without replacement, conditioning on the first candidate
+    p3, q3 = np.array(ch10.EX3_P), np.array(ch10.EX3_Q)
+    r = np.maximum(p3 - q3, 0) / np.maximum(p3 - q3, 0).sum()
+    wo = 0.0
+    for x in range(3):
+        a = min(1.0, p3[x] / q3[x])
+        qm = q3.copy()
+        qm[x] = 0
+        wo += q3[x] * (a + (1 - a) * np.minimum(r, qm / qm.sum()).sum())
+    b1 = np.minimum(p3, q3).sum()
+    iid = 1 - (1 - b1) * (1 - np.minimum(r, q3).sum())
+    assert check("ch10-ex3", [iid, wo], quiet=True)
+    # chain of n with a₁ only: 1 + a + … + a^n
+    a1, n = ch10.EX4_A[0], ch10.EX4_N
+    chain = sum(a1 ** j for j in range(n + 1))
+    from specmath.exercises import _REGISTRY
+    assert _REGISTRY["ch10-ex4"].compute()[1] == pytest.approx(chain)
+    _, par = tr.best_tree(np.array(ch10.EX4_A), ch10.EX5_N)
+    assert check("ch10-ex5", int(tr.tree_depths(par).sum()), quiet=True)
+
+
+def test_without_replacement_never_loses_with_two_candidates():
+    # the exercise-3 argument: with two candidates, drawing without replacement keeps a
+    # candidate at least as often as i.i.d. drawing
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        p, q = rng.dirichlet(np.full(4, 0.4)), rng.dirichlet(np.full(4, 0.4))
+        assert (md.multidraft_acceptance(p, q, 2, replacement=False)
+                >= md.multidraft_acceptance(p, q, 2) - 1e-12)
+
+
+def test_figures_draw_without_error():
+    from specmath.plots import trees as pt
+    p, q = np.array([0.5, 0.25, 0.15, 0.1]), np.array([0.1, 0.2, 0.3, 0.4])
+    for fig in (pt.plot_multidraft(p, q), pt.plot_tree_budget(tr.rank_acceptance(p, q, 4), 12),
+                pt.draw_tree(tr.best_tree(tr.rank_acceptance(p, q, 4), 8)[1])):
+        assert fig.axes
+        plt.close(fig)
+    from specmath.widgets.trees import trees_explorer, trees_figure, trees_pair
+    p, q = trees_pair(1.0)
+    assert np.allclose(p, q)                                 # closeness one is q = p
+    assert len(trees_figure(0.5, 2, 8).axes) == 2
+    plt.close("all")
+    pytest.importorskip("ipywidgets")
+    trees_explorer(show_controls=False)
+    plt.close("all")
+
+
+def test_chain_EN_is_chapter_4_formula_and_the_second_candidate_adds_a2():
+    import multidraft_realmodel as mr
+
+    from specmath import expected_tokens
+    a = np.full(10, 0.7)
+    for k in (1, 3, 5):
+        assert mr.chain_EN(a, k) == pytest.approx(expected_tokens(0.7, k))
+    second = np.full(10, 0.8)
+    assert mr.chain_EN(a, 3, second) == pytest.approx(expected_tokens(0.7, 3) + 0.1)
+    # and it equals the tree value of {two root children, chain below the first}
+    rank = np.array([[0.7, 0.1], [0.7, 0.0], [0.7, 0.0]])
+    tree = np.array([-1, -1, 0, 2])
+    assert mr.chain_EN(a, 3, second)[0] == pytest.approx(
+        tr.tree_expected_accepted(tree, rank) + 1)
+
+
+def test_benchmark_quick_mode_runs_on_tiny_models(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import multidraft_realmodel as mr
+
+    def tiny(seed):
+        torch.manual_seed(seed)
+        cfg = transformers.Qwen2Config(
+            vocab_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+            initializer_range=0.25, tie_word_embeddings=False)
+        return transformers.Qwen2ForCausalLM(cfg).double().eval()
+
+    threads = torch.get_num_threads()
+    try:
+        R = mr.main(["--quick", "--out", str(tmp_path / "m.json")],
+                    models=(tiny(0), tiny(1), {"a-0": ("a", [1, 2, 3]), "b-0": ("b", [5, 1])}))
+    finally:
+        torch.set_num_threads(threads)
+    assert (tmp_path / "m.json").exists()
+    for row in R["prompts"]:
+        acc = np.array([row["accept_m"][str(m)] for m in R["ms"]])
+        up = np.array([row["upper_m"][str(m)] for m in R["ms"]])
+        assert np.all(np.diff(acc, axis=0) >= -1e-12)      # non-decreasing in m
+        assert np.all(acc <= up + 1e-12)                    # below the upper bound
+    assert R["provenance"]["shared_machine"] is True
+
+
+def test_committed_result_file_is_consistent():
+    path = ROOT / "book" / "results" / "multidraft_cpu.json"
+    if not path.exists():
+        pytest.skip("book/results/multidraft_cpu.json not recorded yet")
+    import multidraft_realmodel as mr
+    R = json.loads(path.read_text())
+    assert not R["quick"]
+    for key in ("date_utc", "device_name", "torch", "transformers", "target", "draft"):
+        assert R["provenance"][key]
+    # the summary is recomputed from the per-position rows
+    S = mr.summarise(R["prompts"])
+    for key, v in S["overall"].items():
+        assert R["summary"]["overall"][key]["mean"] == pytest.approx(v["mean"])

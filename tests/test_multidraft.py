@@ -1,0 +1,193 @@
+"""Several candidates at one position (ch. 10): exact laws, the ceiling, statistical exactness.
+
+Exact checks enumerate every tuple of candidates with an independent implementation of the
+rule. Statistical checks are G-tests at level ``LEVEL = 1e-3`` (false-alarm rate 0.1 %),
+fixed seeds, with the power against the biased ``"fixed-target"`` rule computed from its
+exact law and asserted ≥ 0.99 before the biased sampler is shown to fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import specmath as sm
+from specmath import multidraft as md
+from specmath import stats
+
+LEVEL = 1e-3
+MIN_POWER = 0.99
+RNG = np.random.default_rng(10)
+PAIRS = [(RNG.dirichlet(np.full(4, 0.6)), RNG.dirichlet(np.full(4, 0.6))) for _ in range(6)]
+P_BIAS, Q_BIAS = np.array([0.6, 0.3, 0.1]), np.array([0.3, 0.2, 0.5])  # fixed-target TV 0.06
+N_STAT = 6_000
+
+
+def power_of_gtest(p0: np.ndarray, p1: np.ndarray, n: int) -> float:
+    """Power of the G-test of H0: p0 at LEVEL when the data follow p1 (non-central χ²
+    approximation with the smaller of the noncentralities 2n·KL and n·χ²)."""
+    m = p0 > 0
+    kl = float(np.sum(np.where(m & (p1 > 0), p1 * np.log(np.where(m & (p1 > 0), p1, 1)
+                                                          / np.where(m, p0, 1)), 0.0)))
+    chi = float(np.sum(np.where(m, (p1 - p0) ** 2 / np.where(m, p0, 1), 0.0)))
+    dof = int(m.sum()) - 1
+    return float(sps.ncx2.sf(sps.chi2.isf(LEVEL, dof), dof, min(2 * n * kl, n * chi)))
+
+
+def brute_law(p, q, m, *, replacement=True, fixed_target=False):
+    """Output law and P(kept) by enumerating every candidate tuple (independent of specmath)."""
+    V = p.size
+    out, kept = np.zeros(V), 0.0
+    for xs in itertools.product(range(V), repeat=m):
+        if not replacement and len(set(xs)) < m:
+            continue
+        # the tuple's probability, and the proposal each candidate was drawn from
+        w, qj, props = 1.0, q.copy(), []
+        for x in xs:
+            props.append(qj)
+            w *= qj[x]
+            if not replacement:
+                qj = qj.copy()
+                qj[x] = 0
+                qj = qj / qj.sum() if qj.sum() > 0 else qj
+        if w == 0:
+            continue
+        r, reach = p.copy(), 1.0
+        for x, qx in zip(xs, props, strict=True):
+            a = min(1.0, r[x] / qx[x])
+            out[x] += w * reach * a       # earlier ones rejected, this one kept
+            kept += w * reach * a
+            reach *= 1 - a
+            if not fixed_target:
+                res = np.maximum(r - qx, 0)
+                r = res / res.sum() if res.sum() > 1e-12 else r
+        if fixed_target:
+            res = np.maximum(p - q, 0)
+            r = res / res.sum() if res.sum() > 1e-12 else p
+        out += w * reach * r
+    return out, kept
+
+
+# ---- known values and properties --------------------------------------------------------
+
+@pytest.mark.parametrize(("p", "q"), PAIRS)
+def test_one_candidate_is_ordinary_speculative_sampling(p, q):
+    assert md.multidraft_acceptance(p, q, 1) == pytest.approx(sm.acceptance_probability(p, q))
+    assert md.multidraft_ot_ceiling(p, q, 1) == pytest.approx(1 - sm.tv_distance(p, q))
+
+
+@pytest.mark.parametrize(("p", "q"), PAIRS)
+def test_acceptance_is_non_decreasing_in_m_and_below_the_ot_ceiling(p, q):
+    acc = [md.multidraft_acceptance(p, q, m) for m in range(1, 7)]
+    assert np.all(np.diff(acc) >= -1e-15)
+    for m in (1, 2, 3):
+        assert acc[m - 1] <= md.multidraft_ot_ceiling(p, q, m) + 1e-9
+
+
+@pytest.mark.parametrize(("p", "q"), PAIRS)
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_recursive_rejection_emits_exactly_p_by_enumerating_every_candidate_tuple(p, q, m):
+    law, kept = brute_law(p, q, m)
+    assert law == pytest.approx(p, abs=1e-12)
+    assert kept == pytest.approx(md.multidraft_acceptance(p, q, m), abs=1e-12)
+    assert md.multidraft_output_distribution(p, q, m) == pytest.approx(p, abs=1e-12)
+
+
+@pytest.mark.parametrize(("p", "q"), PAIRS)
+@pytest.mark.parametrize("m", [2, 3])
+def test_without_replacement_is_exact_and_its_acceptance_matches_enumeration(p, q, m):
+    law, kept = brute_law(p, q, m, replacement=False)
+    assert law == pytest.approx(p, abs=1e-12)
+    assert kept == pytest.approx(md.multidraft_acceptance(p, q, m, replacement=False),
+                                 abs=1e-12)
+
+
+@pytest.mark.parametrize(("p", "q"), PAIRS)
+def test_fixed_target_rule_is_biased_with_the_stated_law(p, q):
+    for m in (1, 2, 3):
+        law, _ = brute_law(p, q, m, fixed_target=True)
+        closed = md.multidraft_output_distribution(p, q, m, rule="fixed-target")
+        assert law == pytest.approx(closed, abs=1e-12)
+    # exact at m = 1; biased at m = 2 unless p = q
+    assert not np.allclose(md.multidraft_output_distribution(p, q, 2, rule="fixed-target"), p,
+                           atol=1e-4)
+
+
+@pytest.mark.parametrize(("p", "q"), PAIRS)
+@pytest.mark.parametrize("m", [2, 3])
+def test_ot_ceiling_linear_program_equals_the_minimum_cut(p, q, m):
+    assert md.multidraft_ot_ceiling(p, q, m) == pytest.approx(
+        md.multidraft_ot_ceiling_cut(p, q, m), abs=1e-7)
+
+
+def test_known_values_identical_draft_and_disjoint_supports():
+    p = np.array([0.5, 0.3, 0.2])
+    assert md.multidraft_acceptance(p, p, 3) == pytest.approx(1.0)
+    q = np.array([0.0, 0.0, 1.0])
+    pd = np.array([0.5, 0.5, 0.0])
+    assert md.multidraft_acceptance(pd, q, 4) == 0.0
+    assert md.multidraft_ot_ceiling(pd, q, 2) == pytest.approx(0.0, abs=1e-9)
+    # one-hot target: kept iff some candidate equals it: 1 − (1 − q(x))^m
+    e = np.array([0.0, 1.0, 0.0])
+    q2 = np.array([0.2, 0.3, 0.5])
+    for m in (1, 2, 4):
+        assert md.multidraft_acceptance(e, q2, m) == pytest.approx(1 - 0.7 ** m)
+        assert md.multidraft_ot_ceiling_cut(e, q2, m) == pytest.approx(1 - 0.7 ** m)
+
+
+def test_acceptance_broadcasts_over_leading_axes():
+    P = np.stack([p for p, _ in PAIRS])
+    Q = np.stack([q for _, q in PAIRS])
+    got = md.multidraft_acceptance(P, Q, 3)
+    assert got.shape == (len(PAIRS),)
+    assert got == pytest.approx([md.multidraft_acceptance(p, q, 3) for p, q in PAIRS])
+
+
+# ---- statistical exactness ---------------------------------------------------------------
+
+def _sample(step, p, q, m, n, rng, replacement=True):
+    counts = np.zeros(p.size, dtype=np.int64)
+    for _ in range(n):
+        if replacement:
+            c = rng.choice(p.size, size=m, p=q)
+        else:
+            c = rng.choice(p.size, size=m, p=q, replace=False)   # successive sampling
+        counts[step(p, q, c, rng)] += 1
+    return counts
+
+
+def test_multidraft_step_follows_the_target_and_the_test_has_power():
+    biased = md.multidraft_output_distribution(P_BIAS, Q_BIAS, 2, rule="fixed-target")
+    assert power_of_gtest(P_BIAS, biased, N_STAT) >= MIN_POWER
+    counts = _sample(md.multidraft_step, P_BIAS, Q_BIAS, 2, N_STAT, np.random.default_rng(1))
+    assert stats.g_test(counts, P_BIAS).pvalue > LEVEL
+
+
+def test_biased_fixed_target_step_is_caught_and_follows_its_own_law():
+    biased = md.multidraft_output_distribution(P_BIAS, Q_BIAS, 2, rule="fixed-target")
+    counts = _sample(md.broken_multidraft_step, P_BIAS, Q_BIAS, 2, N_STAT,
+                     np.random.default_rng(1))
+    assert stats.g_test(counts, P_BIAS).pvalue < LEVEL
+    assert stats.g_test(counts, biased).pvalue > LEVEL
+
+
+def test_without_replacement_step_follows_the_target():
+    # numpy's choice(replace=False, p=q) draws successively, renormalising: the law assumed.
+    def step(p, q, c, rng):
+        return md.multidraft_step(p, q, c, rng, replacement=False)
+
+    counts = _sample(step, P_BIAS, Q_BIAS, 2, N_STAT, np.random.default_rng(3),
+                     replacement=False)
+    assert stats.g_test(counts, P_BIAS).pvalue > LEVEL
+
+
+def test_edge_cases_q_zero_at_a_candidate_and_equal_rows():
+    rng = np.random.default_rng(0)
+    p = np.array([0.2, 0.3, 0.5])
+    q = np.array([0.0, 0.5, 0.5])      # a rounded draft: q(0) = 0 drafted anyway
+    for _ in range(20):
+        assert md.multidraft_step(p, q, [0, 0], rng) == 0    # min(1, p/0⁺) = 1
+        assert md.multidraft_step(p, p, [2, 1], rng) == 2    # p = q: first always kept

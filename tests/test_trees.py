@@ -1,0 +1,195 @@
+"""Draft trees (ch. 10): closed form vs exact enumeration, the DP's optimality by brute force,
+statistical exactness of tree verification.
+
+Statistical checks are G-tests at level ``LEVEL = 1e-3`` (false-alarm rate 0.1 %), fixed
+seeds. The power against the biased sibling rule (``"fixed-target"``) is computed from the
+exact law of the first emitted token (the root's recursive rejection over its children) and
+asserted ≥ 0.99 before the biased verifier is shown to fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import specmath as sm
+from specmath import multidraft as md
+from specmath import stats, toy
+from specmath import trees as tr
+
+LEVEL = 1e-3
+MIN_POWER = 0.99
+P3, Q3 = np.array([0.6, 0.3, 0.1]), np.array([0.3, 0.2, 0.5])
+TREES = {
+    "chain3": tr.chain_tree(3),
+    "binary2": tr.kary_tree(2, 2),
+    "lopsided": np.array([-1, -1, 0, 0, 2]),
+    "star3": np.array([-1, -1, -1]),
+}
+
+
+def iid(d) -> toy.MarkovLM:
+    d = np.asarray(d, dtype=float)
+    return toy.MarkovLM(np.tile(d, (d.size, 1)), d)
+
+
+def power_of_gtest(p0, p1, n):
+    """Power of the G-test of H0: p0 at LEVEL when the data follow p1 (non-central χ²)."""
+    m = p0 > 0
+    kl = float(np.sum(np.where(m & (p1 > 0), p1 * np.log(np.where(m & (p1 > 0), p1, 1)
+                                                          / np.where(m, p0, 1)), 0.0)))
+    chi = float(np.sum(np.where(m, (p1 - p0) ** 2 / np.where(m, p0, 1), 0.0)))
+    dof = int(m.sum()) - 1
+    return float(sps.ncx2.sf(sps.chi2.isf(LEVEL, dof), dof, min(2 * n * kl, n * chi)))
+
+
+# ---- structure -----------------------------------------------------------------------------
+
+def test_tree_builders_depths_ranks_and_mask():
+    b = tr.kary_tree(2, 2)
+    assert b.tolist() == [-1, -1, 0, 0, 1, 1]
+    assert tr.tree_depths(b).tolist() == [1, 1, 2, 2, 2, 2]
+    assert tr.tree_ranks(b).tolist() == [1, 2, 1, 2, 1, 2]
+    mask = tr.tree_attention_mask(b)
+    # node 4 (child of node 1) sees itself and node 1 only
+    assert np.flatnonzero(mask[4]).tolist() == [1, 4]
+    assert mask.sum() == 6 + 4          # each node itself + one ancestor for depth-2 nodes
+    assert tr.tree_attention_mask(tr.chain_tree(4)).tolist() == np.tril(np.ones((4, 4),
+                                                                               bool)).tolist()
+
+
+def test_chain_closed_form_is_the_geometric_sum_of_chapter_4():
+    a = 0.7
+    for k in range(6):
+        assert tr.tree_expected_accepted(tr.chain_tree(k), [a]) + 1 == pytest.approx(
+            sm.expected_tokens(a, k))
+
+
+# ---- closed form against exact enumeration -------------------------------------------------
+
+@pytest.mark.parametrize("name", list(TREES))
+def test_closed_form_equals_exact_enumeration_for_context_free_models(name):
+    par = TREES[name]
+    a = tr.rank_acceptance(P3, Q3, 3)
+    assert a.sum() == pytest.approx(md.multidraft_acceptance(P3, Q3, 3))
+    assert tr.tree_expected_accepted(par, a) == pytest.approx(
+        tr.tree_expected_accepted_exact(iid(P3), iid(Q3), par), abs=1e-12)
+
+
+def test_closed_form_is_an_approximation_on_a_context_dependent_model():
+    # On a Markov toy the per-node acceptance depends on the path; the closed form with the
+    # acceptance of the first position is exact for depth-1 trees only.
+    target, draft = toy.toy_pair(3, 0.4, seed=4)
+    p0, q0 = target.next_distribution([]), draft.next_distribution([])
+    a = tr.rank_acceptance(p0, q0, 3)
+    star = TREES["star3"]
+    assert tr.tree_expected_accepted(star, a) == pytest.approx(
+        tr.tree_expected_accepted_exact(target, draft, star), abs=1e-12)
+    deep = TREES["binary2"]
+    assert abs(tr.tree_expected_accepted(deep, a)
+               - tr.tree_expected_accepted_exact(target, draft, deep)) > 1e-6
+
+
+# ---- the best tree -------------------------------------------------------------------------
+
+def _all_trees(n):
+    for pa in itertools.product(*[range(-1, i) for i in range(n)]):
+        yield np.array(pa, dtype=np.int64)
+
+
+@pytest.mark.parametrize("acc", [[0.6, 0.2, 0.1], [0.3, 0.3, 0.2], [0.9]])
+def test_dynamic_programme_finds_the_best_tree_by_brute_force(acc):
+    for n in range(1, 7):
+        v, par = tr.best_tree(acc, n)
+        assert len(par) <= n
+        assert tr.tree_expected_accepted(par, acc) == pytest.approx(v)
+        brute = max(tr.tree_expected_accepted(t, acc) for t in _all_trees(n))
+        assert v == pytest.approx(brute, abs=1e-12)
+        assert tr.best_tree_values(acc, n)[n] == pytest.approx(v)
+
+
+def test_depth_dependent_acceptance_and_depth_limit_by_brute_force():
+    acc = np.array([[0.7, 0.2], [0.4, 0.3], [0.2, 0.1]])
+    for n in range(1, 6):
+        for D in (1, 2, 3):
+            v, par = tr.best_tree(acc, n, max_depth=D)
+            assert tr.tree_depths(par).max(initial=0) <= D
+            brute = max(tr.tree_expected_accepted(t, acc) for t in _all_trees(n)
+                        if tr.tree_depths(t).max(initial=0) <= D)
+            assert v == pytest.approx(brute, abs=1e-12)
+
+
+def test_best_tree_beats_chain_and_kary_trees_of_the_same_size():
+    a = tr.rank_acceptance(P3, Q3, 4)
+    for k, depth in [(2, 2), (2, 3), (3, 2)]:
+        kary = tr.kary_tree(k, depth)
+        n = kary.size
+        v, _ = tr.best_tree(a, n)
+        assert v >= tr.tree_expected_accepted(kary, a) - 1e-12
+        assert v >= tr.tree_expected_accepted(tr.chain_tree(n), a) - 1e-12
+
+
+def test_value_is_non_decreasing_in_the_budget():
+    vals = tr.best_tree_values([0.5, 0.2, 0.1], 12)
+    assert np.all(np.diff(vals) >= -1e-15) and vals[0] == 0
+
+
+# ---- statistical exactness of tree_step ----------------------------------------------------
+
+def sample_tree(step, target, draft, parents, n, rng):
+    """Counts over V^(D+1) of the first D+1 tokens (D = depth): one tree verification, then
+    the target's own sampling; and counts of the number of accepted nodes."""
+    V = target.vocab_size
+    D = int(tr.tree_depths(parents).max())
+    counts = np.zeros((V,) * (D + 1), dtype=np.int64)
+    taus = np.zeros(D + 1, dtype=np.int64)
+    for _ in range(n):
+        tok = tr.draft_tree(draft, parents, rng)
+        p, q = tr.tree_distributions(target, draft, parents, tok)
+        out = step(p, q, parents, tok, rng).tolist()
+        taus[len(out) - 1] += 1
+        out += target.sample(D + 1 - len(out), rng, out).tolist()
+        counts[tuple(out)] += 1
+    return counts, taus
+
+
+N_STAT = 5_000
+
+
+def test_tree_step_on_a_markov_toy_follows_the_target_and_the_test_has_power():
+    target, draft = toy.toy_pair(3, 0.4, seed=4)
+    par = TREES["lopsided"]
+    p0, q0 = target.next_distribution([]), draft.next_distribution([])
+    biased_first = md.multidraft_output_distribution(p0, q0, 2, rule="fixed-target")
+    assert power_of_gtest(p0, biased_first, N_STAT) >= MIN_POWER
+    counts, taus = sample_tree(tr.tree_step, target, draft, par, N_STAT,
+                               np.random.default_rng(11))
+    law = sm.sequence_distribution(target, counts.ndim)
+    assert stats.g_test(counts.ravel(), law.ravel()).pvalue > LEVEL
+    # the mean number of accepted nodes against the exact enumeration: z-test at |z| < 3.3
+    # (two-sided 1e-3), with the sample standard deviation
+    acc = np.repeat(np.arange(taus.size), taus)
+    z = (acc.mean() - tr.tree_expected_accepted_exact(target, draft, par)) / (
+        acc.std(ddof=1) / np.sqrt(acc.size))
+    assert abs(z) < 3.3
+
+
+def test_biased_tree_verifier_is_caught_on_the_first_token():
+    target, draft = toy.toy_pair(3, 0.4, seed=4)
+    par = TREES["lopsided"]
+    counts, _ = sample_tree(tr.broken_tree_step, target, draft, par, N_STAT,
+                            np.random.default_rng(11))
+    first = counts.reshape(3, -1).sum(axis=1)
+    assert stats.g_test(first, target.next_distribution([])).pvalue < LEVEL
+
+
+def test_leaf_emits_a_bonus_and_empty_tree_is_plain_sampling():
+    rng = np.random.default_rng(0)
+    p = np.tile([0.2, 0.3, 0.5], (2, 1))
+    out = tr.tree_step(p, p, [-1], [1], rng)        # p = q: the node is kept, then a bonus
+    assert len(out) == 2 and out[0] == 1
+    out = tr.tree_step(p[:1], p[:1], np.zeros(0, dtype=int), np.zeros(0, dtype=int), rng)
+    assert out.shape == (1,)

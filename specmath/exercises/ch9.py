@@ -1,0 +1,57 @@
+"""Exercise answers for chapter 9, block verification (computed, never typed)."""
+
+import numpy as np
+
+from ..block import accepted_length_pmf, accepted_upper_bound, expected_accepted
+from ..toy import MarkovLM, toy_pair
+from . import register
+
+#: Parameters the chapter's exercises use (the notebook reads them from here too).
+EX1_P, EX1_Q, EX1_K = (0.25, 0.75), (0.75, 0.25), 2
+EX2_V, EX2_CLOSENESS, EX2_SEED = 3, 0.3, 5
+EX3_V, EX3_CLOSENESS, EX3_SEED, EX3_K = 4, 0.5, 8, 3
+EX4_P, EX4_Q, EX4_K = (1 / 3, 2 / 3), (2 / 3, 1 / 3), 3
+
+
+def ex2_pair():
+    return toy_pair(EX2_V, EX2_CLOSENESS, seed=EX2_SEED)
+
+
+def ex3_pair() -> tuple[MarkovLM, MarkovLM]:
+    """The toy target and the one-hot ("greedy") draft made from the toy draft's argmaxes."""
+    target, draft = toy_pair(EX3_V, EX3_CLOSENESS, seed=EX3_SEED)
+    eye = np.eye(EX3_V)
+    greedy = MarkovLM(eye[np.argmax(draft.transition, axis=1)], eye[np.argmax(draft.initial)])
+    return target, greedy
+
+
+def _ex1():
+    p, q = np.array(EX1_P), np.array(EX1_Q)
+    return np.array([expected_accepted(p, q, EX1_K, rule="tokenwise"),
+                     expected_accepted(p, q, EX1_K)])
+
+
+def _ex2():
+    target, draft = ex2_pair()
+    return float(accepted_length_pmf(target, draft, 2)[2])
+
+
+def _ex3():
+    target, greedy = ex3_pair()
+    return expected_accepted(target, greedy, EX3_K)
+
+
+def _ex4():
+    p, q = np.array(EX4_P), np.array(EX4_Q)
+    return np.array([expected_accepted(p, q, EX4_K, rule="tokenwise"),
+                     expected_accepted(p, q, EX4_K), accepted_upper_bound(p, q, EX4_K)])
+
+
+register("ch9-ex1", _ex1, rtol=1e-6,
+         hint="Enumerate the four draft blocks; E[τ] = Σᵢ Σ_{xⁱ} Q(xⁱ)·aᵢ(xⁱ) for block.")
+register("ch9-ex2", _ex2, rtol=1e-6,
+         hint="P(τ = 2) = Σ_{x,y} min(q₁(x)q₂(y|x), min(q₁(x), p₁(x))·p₂(y|x)).")
+register("ch9-ex3", _ex3, rtol=1e-6,
+         hint="With a one-hot draft, P(τ ≥ i) = Π_{j≤i} pⱼ(dⱼ) along the draft's path.")
+register("ch9-ex4", _ex4, rtol=1e-6,
+         hint="Three numbers: token-wise E[τ], block E[τ], Σᵢ Σ min(P(xⁱ), Q(xⁱ)).")

@@ -1,0 +1,321 @@
+"""Block verification (ch. 9): exact laws by enumeration, optimality, statistical exactness.
+
+Exact checks enumerate every draft block and outcome (``specmath.block``) on toy models,
+context-dependent (first-order Markov chains) and context-independent. Statistical checks
+are G-tests at level ``LEVEL = 1e-3`` (false-alarm rate 0.1 %), fixed seeds, with the power
+against the biased rule (block verification with the token-wise residual) computed from its
+exact law and asserted ≥ 0.99 before the biased sampler is shown to fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+import specmath as sm
+from specmath import stats, toy
+
+LEVEL = 1e-3
+MIN_POWER = 0.99
+
+P_EX, Q_EX = np.array([1 / 3, 2 / 3]), np.array([2 / 3, 1 / 3])  # Sun et al.'s example
+
+
+def iid(d) -> toy.MarkovLM:
+    """A context-independent model: the same next-token law after every token."""
+    d = np.asarray(d, dtype=float)
+    return toy.MarkovLM(np.tile(d, (d.size, 1)), d)
+
+
+def survival(pmf: np.ndarray) -> np.ndarray:
+    """P(τ ≥ i), i = 1 … k, from P(τ = i), i = 0 … k."""
+    return pmf[::-1].cumsum()[::-1][1:]
+
+
+# ---- known values ------------------------------------------------------------------------
+
+def test_paper_example_gives_ten_eleven_twelve_ninths():
+    assert sm.expected_accepted(P_EX, Q_EX, 2, rule="tokenwise") == pytest.approx(10 / 9,
+                                                                                  abs=1e-12)
+    assert sm.expected_accepted(P_EX, Q_EX, 2) == pytest.approx(11 / 9, abs=1e-12)
+    assert sm.accepted_upper_bound(P_EX, Q_EX, 2) == pytest.approx(12 / 9, abs=1e-12)
+    # the same numbers with the i.i.d. model written as a Markov chain
+    assert sm.expected_accepted(iid(P_EX), iid(Q_EX), 2) == pytest.approx(11 / 9, abs=1e-12)
+
+
+def test_block_weights_by_hand_on_the_paper_example():
+    # draft (a, b) = (0, 1): a₁ = min(1, (1/3)/(2/3)) = 1/2, a₂ = min(1, ½·2) = 1
+    p = np.tile(P_EX, (3, 1))
+    q = np.tile(Q_EX, (2, 1))
+    a, h = sm.block_weights(p, q, [0, 1])
+    assert a == pytest.approx([1.0, 0.5, 1.0])
+    # R₂ = Σ max(0, ½ p − q) = 0, so h₁ = 0; h₂ = a₂ = 1
+    assert h == pytest.approx([1.0, 0.0, 1.0])
+
+
+# ---- exactness by enumeration --------------------------------------------------------------
+
+@pytest.mark.parametrize(("seed", "closeness"), [(0, 0.5), (3, 0.2), (7, 0.8)])
+def test_block_output_law_is_the_target_law_on_context_dependent_toys(seed, closeness):
+    target, draft = toy.toy_pair(3, closeness, seed=seed)
+    for k, ctx in itertools.product(range(4), [(), (1,)]):
+        law = sm.sequence_distribution(target, k + 1, ctx)
+        for rule in ("block", "tokenwise"):
+            out = sm.block_output_distribution(target, draft, k, rule=rule, context=ctx)
+            assert np.abs(out - law).max() < 1e-12, (k, ctx, rule)
+
+
+def test_wrong_residual_variant_is_biased_by_enumeration():
+    p, q = np.array([0.48, 0.33, 0.19]), np.array([0.89, 0.01, 0.10])
+    out = sm.block_output_distribution(p, q, 2, rule="block-wrong-residual")
+    assert 0.5 * np.abs(out - sm.sequence_distribution(p, 3)).sum() > 0.03
+
+
+def test_survival_equals_the_expected_weight_a_i():
+    # The lemma behind the proof: P(τ ≥ i | X₁ … Xᵢ) = aᵢ, so P(τ ≥ i) = E_q[aᵢ(Xⁱ)].
+    target, draft = toy.toy_pair(3, 0.4, seed=11)
+    k = 3
+    expect = np.zeros(k)
+    for x in itertools.product(range(3), repeat=k):
+        rows_p = np.stack([target.next_distribution(list(x[:i])) for i in range(k + 1)])
+        rows_q = np.stack([draft.next_distribution(list(x[:i])) for i in range(k)])
+        Q = np.prod([rows_q[i, x[i]] for i in range(k)])
+        a, _ = sm.block_weights(rows_p, rows_q, list(x))
+        expect += Q * a[1:]
+    assert survival(sm.accepted_length_pmf(target, draft, k)) == pytest.approx(expect,
+                                                                                abs=1e-12)
+
+
+# ---- more accepted drafts, never more than the ceiling --------------------------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_block_survival_dominates_tokenwise_and_respects_the_ceiling(seed):
+    target, draft = toy.toy_pair(3, 0.4, seed=seed, concentration=0.7)
+    for k in (1, 2, 3):
+        b = survival(sm.accepted_length_pmf(target, draft, k))
+        t = survival(sm.accepted_length_pmf(target, draft, k, rule="tokenwise"))
+        assert (b >= t - 1e-12).all()
+        assert b.sum() <= sm.accepted_upper_bound(target, draft, k) + 1e-12
+        if k == 1:  # one draft: the two rules are the same rule
+            assert b == pytest.approx(t, abs=1e-12)
+
+
+def test_block_gains_strictly_somewhere():
+    gains = [sm.expected_accepted(*toy.toy_pair(3, 0.4, seed=s), 3)
+             - sm.expected_accepted(*toy.toy_pair(3, 0.4, seed=s), 3, rule="tokenwise")
+             for s in range(4)]
+    assert max(gains) > 1e-3
+
+
+def test_one_hot_draft_both_rules_coincide_and_reach_the_ceiling():
+    # A deterministic draft: q = δ at one token per context. Any valid verifier has
+    # P(τ ≥ i) ≤ Π_{j≤i} p(d_j); token-wise reaches it, so block cannot do better.
+    target, _ = toy.toy_pair(3, 0.5, seed=2)
+    onehot = np.eye(3)[[1, 2, 0]]
+    draft = toy.MarkovLM(onehot, np.eye(3)[1])
+    for k in (1, 2, 3):
+        b = sm.accepted_length_pmf(target, draft, k)
+        t = sm.accepted_length_pmf(target, draft, k, rule="tokenwise")
+        assert b == pytest.approx(t, abs=1e-12)
+        d, prod, surv = [], 1.0, []
+        for _ in range(k):
+            d.append(int(np.argmax(draft.next_distribution(d))))
+            prod *= target.next_distribution(d[:-1])[d[-1]]
+            surv.append(prod)
+        assert survival(b) == pytest.approx(surv, abs=1e-12)
+        assert sm.expected_accepted(target, draft, k) == pytest.approx(
+            sm.accepted_upper_bound(target, draft, k), abs=1e-12)
+        for rule in ("block", "tokenwise"):
+            assert np.abs(sm.block_output_distribution(target, draft, k, rule=rule)
+                          - sm.sequence_distribution(target, k + 1)).max() < 1e-12
+
+
+# ---- optimality: a linear program over every valid verifier ---------------------------------
+
+def best_valid_verifier(target, draft, k: int) -> float:
+    """max E[τ] over all verifiers (τ, Y) that may look at the whole draft, subject to the
+    output (continued by the target) having the target's law of the first k+1 tokens."""
+    from scipy.optimize import linprog
+
+    V = target.vocab_size
+    drafts = [x for x in itertools.product(range(V), repeat=k)
+              if np.prod([draft.next_distribution(list(x[:i]))[x[i]] for i in range(k)]) > 0]
+    law = sm.sequence_distribution(target, k + 1)
+    cells = list(itertools.product(range(V), repeat=k + 1))
+    n_var = len(drafts) * (k + 1) * V
+    A_eq = np.zeros((len(drafts) + len(cells), n_var))
+    b_eq = np.zeros(len(drafts) + len(cells))
+    c = np.zeros(n_var)
+    cell = {z: j for j, z in enumerate(cells)}
+    for dx, x in enumerate(drafts):
+        Q = np.prod([draft.next_distribution(list(x[:i]))[x[i]] for i in range(k)])
+        A_eq[dx, dx * (k + 1) * V:(dx + 1) * (k + 1) * V] = 1.0
+        b_eq[dx] = 1.0
+        for i, y in itertools.product(range(k + 1), range(V)):
+            v = (dx * (k + 1) + i) * V + y
+            c[v] = -Q * i
+            head = x[:i] + (y,)
+            cont = sm.sequence_distribution(target, k - i, head)
+            for tail in itertools.product(range(V), repeat=k - i):
+                A_eq[len(drafts) + cell[head + tail], v] += Q * cont[tail]
+    b_eq[len(drafts):] = [law[z] for z in cells]
+    res = linprog(c, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    assert res.status == 0
+    return -res.fun
+
+
+@pytest.mark.parametrize(("pair", "k"), [((iid(P_EX), iid(Q_EX)), 2),
+                                         (toy.toy_pair(3, 0.3, seed=5), 2),
+                                         (toy.toy_pair(2, 0.2, seed=1), 3)])
+def test_block_is_optimal_among_all_valid_verifiers_by_linear_programming(pair, k):
+    target, draft = pair
+    best = best_valid_verifier(target, draft, k)
+    assert best == pytest.approx(sm.expected_accepted(target, draft, k), abs=1e-7)
+
+
+# ---- statistical exactness of block_step ------------------------------------------------------
+
+def power_of_gtest(p0: np.ndarray, p1: np.ndarray, n: int) -> float:
+    """Power of the G-test of H0: p0 at LEVEL when the data follow p1 (non-central χ²
+    approximation with the smaller of the noncentralities 2n·KL and n·χ²)."""
+    m = p0 > 0
+    kl = float(np.sum(np.where(m & (p1 > 0), p1 * np.log(np.where(m & (p1 > 0), p1, 1)
+                                                          / np.where(m, p0, 1)), 0.0)))
+    chi = float(np.sum(np.where(m, (p1 - p0) ** 2 / np.where(m, p0, 1), 0.0)))
+    dof = int(m.sum()) - 1
+    return float(sps.ncx2.sf(sps.chi2.isf(LEVEL, dof), dof, min(2 * n * kl, n * chi)))
+
+
+def sample_first_tokens(step, target, draft, k: int, n: int, rng) -> np.ndarray:
+    """Counts over V^(k+1) of the first k+1 tokens: one verification round by ``step``,
+    then the target's own sampling up to k+1 tokens."""
+    V = target.vocab_size
+    counts = np.zeros((V,) * (k + 1), dtype=np.int64)
+    for _ in range(n):
+        x: list[int] = []
+        for _ in range(k):
+            x.append(int(rng.choice(V, p=draft.next_distribution(x))))
+        p = np.stack([target.next_distribution(x[:i]) for i in range(k + 1)])
+        q = np.stack([draft.next_distribution(x[:i]) for i in range(k)])
+        out = step(p, q, np.asarray(x, dtype=np.int64), rng).tolist()
+        out += target.sample(k + 1 - len(out), rng, out).tolist()
+        counts[tuple(out)] += 1
+    return counts
+
+
+# i.i.d. positions where correcting from the token-wise residual is visibly wrong (TV ≈ 0.03)
+P_BIAS, Q_BIAS = np.array([0.48, 0.33, 0.19]), np.array([0.89, 0.01, 0.10])
+N_STAT = 12_000
+
+
+def test_block_step_sampling_follows_the_target_and_the_test_has_power():
+    target, draft = iid(P_BIAS), iid(Q_BIAS)
+    law = sm.sequence_distribution(target, 3)
+    biased = sm.block_output_distribution(target, draft, 2, rule="block-wrong-residual")
+    power = power_of_gtest(law.ravel(), biased.ravel(), N_STAT)
+    assert power >= MIN_POWER, power
+    counts = sample_first_tokens(sm.block_step, target, draft, 2, N_STAT,
+                                 np.random.default_rng(2024))
+    assert stats.g_test(counts.ravel(), law.ravel()).pvalue > LEVEL
+
+
+def test_biased_block_step_is_caught_and_follows_its_own_law():
+    target, draft = iid(P_BIAS), iid(Q_BIAS)
+    law = sm.sequence_distribution(target, 3)
+    counts = sample_first_tokens(sm.broken_block_step, target, draft, 2, N_STAT,
+                                 np.random.default_rng(2024))
+    assert stats.g_test(counts.ravel(), law.ravel()).pvalue < LEVEL
+    biased = sm.block_output_distribution(target, draft, 2, rule="block-wrong-residual")
+    assert stats.g_test(counts.ravel(), biased.ravel()).pvalue > LEVEL
+
+
+def test_block_step_on_a_context_dependent_toy_and_its_accepted_lengths():
+    # k = 3, V = 3: the 81-cell law of the first four tokens and the law of τ (4 cells),
+    # both G-tests at level 1e-3.
+    target, draft = toy.toy_pair(3, 0.4, seed=4)
+    rng = np.random.default_rng(7)
+    k, n = 3, 6_000
+    taus = np.zeros(k + 1, dtype=np.int64)
+
+    def step(p, q, x, rng):
+        out = sm.block_step(p, q, x, rng)
+        taus[len(out) - 1] += 1
+        return out
+
+    counts = sample_first_tokens(step, target, draft, k, n, rng)
+    law = sm.sequence_distribution(target, k + 1)
+    assert stats.g_test(counts.ravel(), law.ravel()).pvalue > LEVEL
+    assert stats.g_test(taus, sm.accepted_length_pmf(target, draft, k)).pvalue > LEVEL
+
+
+# ---- edge cases ----------------------------------------------------------------------------
+
+def test_edge_cases_give_no_nan_and_valid_outputs():
+    rng = np.random.default_rng(0)
+    same = np.array([0.2, 0.3, 0.5])
+    # p = q everywhere: a = 1, R = 0 → h = 1 (0/0 avoided); every draft kept
+    p, q = np.tile(same, (3, 1)), np.tile(same, (2, 1))
+    a, h = sm.block_weights(p, q, [0, 2])
+    assert np.isfinite(h).all() and (a == 1).all() and (h == 1).all()
+    assert len(sm.block_step(p, q, [0, 2], rng)) == 3
+    # a draft token the target forbids: a = 0 from there on, h = 0, τ before it
+    p = np.array([[0.0, 0.5, 0.5], [0.2, 0.3, 0.5], [0.2, 0.3, 0.5]])
+    q = np.array([[0.5, 0.25, 0.25], [0.2, 0.3, 0.5]])
+    a, h = sm.block_weights(p, q, [0, 1])
+    assert np.isfinite(h).all() and a[1] == 0 and a[2] == 0 and h[2] == 0
+    for _ in range(50):
+        out = sm.block_step(p, q, [0, 1], rng)
+        assert out[0] != 0 and len(out) == 1
+    # q(x) = 0 at the drafted token (a rounded draft): ratio taken as +∞ when p > 0
+    q0 = np.array([[0.0, 0.5, 0.5], [0.2, 0.3, 0.5]])
+    p0 = np.array([[0.2, 0.3, 0.5]] * 3)
+    a, h = sm.block_weights(p0, q0, [0, 1])
+    assert a[1] == 1 and np.isfinite(h).all()
+    # k = 0: plain sampling from p[0]
+    out = sm.block_step(p0[:1], np.zeros((0, 3)), np.zeros(0, dtype=int), rng)
+    assert out.shape == (1,)
+
+
+def test_k1_block_step_has_the_tokenwise_law():
+    # at k = 1 the two rules are identical: exact laws agree, and block_weights' h₁ = min(1, p/q)
+    p = np.array([[0.5, 0.3, 0.2], [0.1, 0.6, 0.3]])
+    q = np.array([[0.2, 0.2, 0.6]])
+    for x in range(3):
+        _, h = sm.block_weights(p, q, [x])
+        assert h[1] == pytest.approx(min(1.0, p[0, x] / q[0, x]))
+
+
+# ---- the benchmark script ------------------------------------------------------------------
+
+def test_benchmark_quick_mode_runs_on_tiny_models(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import block_realmodel
+
+    def tiny(seed):
+        torch.manual_seed(seed)
+        cfg = transformers.Qwen2Config(
+            vocab_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+            initializer_range=0.25, tie_word_embeddings=False)
+        return transformers.Qwen2ForCausalLM(cfg).double().eval()
+
+    threads = torch.get_num_threads()
+    try:
+        R = block_realmodel.main(
+            ["--quick", "--out", str(tmp_path / "b.json")],
+            models=(tiny(0), tiny(1), {"a-0": ("a", [1, 2, 3]), "b-0": ("b", [5, 1])}))
+    finally:
+        torch.set_num_threads(threads)
+    assert (tmp_path / "b.json").exists()
+    assert {r["rule"] for r in R["runs"]} == {"tokenwise", "block"}
+    s = R["summary"]["per_prompt"]
+    # exact-given-draft gain is ≥ 0 in every iteration (aᵢ ≥ Π min(1, rⱼ) pointwise)
+    assert all(row["min_exact_gain_iteration"] >= -1e-9 for row in s.values())
+    assert R["provenance"]["shared_machine"] is True

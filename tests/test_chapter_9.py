@@ -1,0 +1,113 @@
+"""Chapter 9 (block verification): exercise checkers against independent computations,
+the chapter's figures, and the committed real-model result file the chapter reads."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+import specmath as sm  # noqa: E402
+from specmath import toy  # noqa: E402
+from specmath.exercises import _REGISTRY, ch9, check, exercise_keys  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_chapter_9_exercises_are_registered_and_reject_wrong_answers():
+    keys = [k for k in exercise_keys() if k.startswith("ch9-")]
+    assert keys == ["ch9-ex1", "ch9-ex2", "ch9-ex3", "ch9-ex4"]
+    for key in keys:
+        truth = np.asarray(_REGISTRY[key].compute(), float)
+        assert check(key, truth, quiet=True)
+        assert not check(key, truth * 1.05 + 0.01, quiet=True)
+
+
+def test_exercise_1_by_hand_fractions():
+    # p = (1/4, 3/4), q = (3/4, 1/4), k = 2: α = 1/2, token-wise α + α² = 3/4; block: the
+    # four blocks have Q = 9/16, 3/16, 3/16, 1/16 and a₁ + a₂ = 4/9, 4/3, 4/3, 2 → 7/8.
+    tw, blk = ch9._ex1()
+    assert Fraction(tw).limit_denominator(100) == Fraction(3, 4)
+    assert Fraction(blk).limit_denominator(100) == Fraction(7, 8)
+
+
+def test_exercise_2_bound_equals_block_probability_of_two_accepted():
+    target, draft = ch9.ex2_pair()
+    p1, q1 = target.next_distribution([]), draft.next_distribution([])
+    bound = sum(min(q1[x] * draft.next_distribution([x])[y],
+                    min(q1[x], p1[x]) * target.next_distribution([x])[y])
+                for x in range(3) for y in range(3))
+    assert bound == pytest.approx(ch9._ex2(), abs=1e-12)
+
+
+def test_exercise_3_greedy_path_product_and_both_rules():
+    target, greedy = ch9.ex3_pair()
+    path, prod, total = [], 1.0, 0.0
+    for _ in range(ch9.EX3_K):
+        d = int(np.argmax(greedy.next_distribution(path)))
+        prod *= target.next_distribution(path)[d]
+        path.append(d)
+        total += prod
+    assert ch9._ex3() == pytest.approx(total, abs=1e-12)
+    assert sm.expected_accepted(target, greedy, ch9.EX3_K, rule="tokenwise") == pytest.approx(
+        total, abs=1e-12)
+
+
+def test_exercise_4_order_tokenwise_block_ceiling():
+    tw, blk, ceil = ch9._ex4()
+    assert tw < blk < ceil
+
+
+def test_gain_is_zero_at_k1_and_grows_with_k_on_the_figure_pair():
+    pair = toy.toy_pair(3, 0.4, seed=1, concentration=0.7)
+    g = [sm.expected_accepted(*pair, k) - sm.expected_accepted(*pair, k, rule="tokenwise")
+         for k in range(1, 5)]
+    assert abs(g[0]) < 1e-12 and np.all(np.diff(g) > 0)
+
+
+def test_chapter_9_figures_draw():
+    from specmath.plots.block import plot_accepted_by_k, plot_realmodel_gain
+
+    fig = plot_accepted_by_k(*toy.toy_pair(3, 0.4, seed=1), ks=(1, 2))
+    assert len(fig.axes[0].lines) == 3
+    plt.close(fig)
+    summary = {"exact_gain_by_k": [0.0, 0.01, 0.02],
+               "exact_gain_by_k_ci95": [[0.0, 0.0], [0.005, 0.015], [0.01, 0.03]]}
+    fig = plot_realmodel_gain(summary)
+    assert len(fig.axes[0].patches) == 3
+    plt.close(fig)
+
+
+def test_committed_block_result_has_provenance_and_consistent_summary():
+    path = ROOT / "book" / "results" / "block_cpu.json"
+    if not path.exists():
+        pytest.skip("book/results/block_cpu.json not recorded yet")
+    R = json.loads(path.read_text())
+    prov = R["provenance"]
+    for key in ("date_utc", "device_name", "torch", "transformers", "shared_machine",
+                "settings", "clock"):
+        assert key in prov
+    assert R["quick"] is False and R["temperature"] == 1.0
+    k = R["k"]
+    S = R["summary"]["all"]
+    assert S["n_prompts"] == len(R["summary"]["per_prompt"]) >= 6
+    # every iteration: block's E[τ | draft] ≥ token-wise's (aᵢ ≥ Π min(1, rⱼ) pointwise)
+    for run in R["runs"]:
+        for kk, tw, bl in run["exact"]:
+            assert len(tw) == len(bl) == kk
+            assert all(b >= t - 1e-6 for t, b in zip(tw, bl, strict=True))
+        # iterations emit accepted + 1 tokens; a last iteration with k = 0 is not recorded
+        n_iter = sum(run["accepted"]) + len(run["accepted"])
+        assert n_iter <= len(run["tokens"]) == R["new_tokens"] <= n_iter + 1
+        assert all(a <= d <= k for a, d in zip(run["accepted"], run["drafted"], strict=True))
+    lo, hi = S["exact_gain_ci95"]
+    assert lo <= S["exact_gain"] <= hi and S["exact_gain"] >= 0
+    assert S["exact_gain_by_k"][0] == pytest.approx(0.0, abs=1e-9)  # k' = 1: same rule

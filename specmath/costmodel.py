@@ -11,8 +11,10 @@ floating-point operations per weight per token, so it takes about
 (Williams, Waterman & Patterson 2009, the *roofline* model). While ``n`` is below the
 *ridge point* n* = peak × bytes per parameter / (2 × bandwidth) the memory term wins and
 T(n) = T(1): scoring k + 1 tokens costs one step. At long context the KV cache adds bytes
-and attention adds FLOPs per token, and the ridge moves (:func:`ridge_point`). The hardware numbers below are
-**illustrative**: published datasheet peaks, which real kernels reach only a fraction of.
+and attention adds FLOPs per token, and the ridge moves (:func:`ridge_point`). The hardware
+numbers below are **illustrative**: the GPUs' are published datasheet peaks, which real
+kernels reach only a fraction of; the CPU's peak is not a datasheet figure but computed from
+stated assumptions (:data:`EPYC_9654_ASSUMPTIONS`).
 
 Conventions: c = target time per token ÷ draft time per token (how many times faster the
 draft is). Leviathan et al. (2023) write c for the inverse, draft time ÷ target time.
@@ -33,6 +35,7 @@ __all__ = [
     "H200_SXM",
     "ILLUSTRATIVE_GPUS",
     "EPYC_9654",
+    "EPYC_9654_ASSUMPTIONS",
     "attention_flops",
     "bytes_moved",
     "forward_flops",
@@ -90,13 +93,20 @@ H200_SXM = Hardware("H200 SXM (illustrative)", 4.8e12, 989e12,
                     "NVIDIA H200 datasheet: 4.8 TB/s HBM3e; 989 TFLOP/s dense BF16 "
                     "(1,979 with sparsity)")
 ILLUSTRATIVE_GPUS = (A100_SXM, H100_SXM, H200_SXM)
-#: Illustrative server CPU: AMD EPYC 9654 (Zen 4), 96 cores at the 2.4 GHz base clock,
-#: 12 channels of DDR5-4800 (460.8 GB/s per socket). FP32 peak = cores × clock × 32 FLOP
-#: per cycle (two 256-bit FMA pipes: 2 × 8 lanes × 2 FLOP), about 7.4 TFLOP/s.
-EPYC_9654 = Hardware("EPYC 9654 CPU (illustrative)", 460.8e9, 96 * 2.4e9 * 32,
+#: The assumptions behind :data:`EPYC_9654`'s peak, which is **not** a datasheet figure:
+#: cores and base clock from AMD's datasheet; 32 FP32 FLOP per cycle per core assumes both
+#: 256-bit FMA pipes of Zen 4 busy every cycle (2 pipes × 8 lanes × 2 FLOP) at the base
+#: clock. Real all-core clocks and kernels differ: the result is an illustration.
+EPYC_9654_ASSUMPTIONS = {"cores": 96, "clock_hz": 2.4e9, "fp32_flop_per_cycle": 32}
+#: Illustrative server CPU: AMD EPYC 9654 (Zen 4), 12 channels of DDR5-4800 (460.8 GB/s per
+#: socket, datasheet); FP32 peak *computed* as cores × clock × 32, about 7.4 TFLOP/s.
+EPYC_9654 = Hardware("EPYC 9654 CPU (illustrative)", 460.8e9,
+                     EPYC_9654_ASSUMPTIONS["cores"] * EPYC_9654_ASSUMPTIONS["clock_hz"]
+                     * EPYC_9654_ASSUMPTIONS["fp32_flop_per_cycle"],
                      "AMD EPYC 9654 datasheet: 96 cores, 2.4 GHz base, 12 x DDR5-4800 = "
-                     "460.8 GB/s per socket; FP32 peak computed as 96 x 2.4 GHz x 32 "
-                     "FLOP/cycle (Zen 4: two 256-bit FMA pipes)")
+                     "460.8 GB/s per socket. FP32 peak not from the datasheet: computed "
+                     "as 96 x 2.4 GHz x 32 FLOP/cycle (assumes Zen 4's two 256-bit FMA "
+                     "pipes busy every cycle at base clock)")
 
 
 def _hardware(hardware) -> Hardware:

@@ -102,6 +102,47 @@ def test_fp32_ridge_point_of_the_illustrative_cpu_is_dozens_of_tokens():
     assert 20 <= cm.ridge_point(cpu, 4.0) <= 50
 
 
+def test_illustrative_cpu_peak_is_computed_from_its_stated_assumptions_not_quoted():
+    """The EPYC row's peak is cores × clock × FLOP per cycle, and its source says so."""
+    a = cm.EPYC_9654_ASSUMPTIONS
+    assert cm.EPYC_9654.peak_flops == a["cores"] * a["clock_hz"] * a["fp32_flop_per_cycle"]
+    assert "not from the datasheet" in cm.EPYC_9654.source
+    assert "illustrative" in cm.EPYC_9654.name
+
+
+def test_ridge_point_with_context_moves_left_only_with_grouped_query_attention():
+    """n* is a weighted average of F b/(2W) and (F/W)(b/2)(H_kv/H): left iff H_kv < H."""
+    ctx, L, H, d = 32768, 80, 64, 128
+    A = cm.attention_flops(ctx, L, H, d)
+    n0 = cm.ridge_point(cm.H100_SXM, 2.0)
+    for H_kv in (1, 8, 32, 63):
+        kv = cm.kv_cache_bytes(ctx, L, H_kv, d)
+        assert cm.ridge_point(cm.H100_SXM, 2.0, P70, kv, A) < n0
+    kv_mha = cm.kv_cache_bytes(ctx, L, H, d)
+    assert cm.ridge_point(cm.H100_SXM, 2.0, P70, kv_mha, A) == pytest.approx(n0, rel=1e-12)
+
+
+def test_at_long_context_verifying_a_few_tokens_costs_one_step_at_every_batch_size():
+    """Each sequence reads its own cache: a pass over B sequences × m tokens costs
+    max((P b + B·kv)/W, B m (2P + A)/F), memory-bound for all B while m ≤ F kv/(W(2P + A)).
+    Beyond that bound, a large enough batch makes verification cost more than one step."""
+    ctx, L, H, H_kv, d = 32768, 80, 64, 8, 128
+    hw = cm.H100_SXM
+    A = cm.attention_flops(ctx, L, H, d)
+    kv = cm.kv_cache_bytes(ctx, L, H_kv, d)
+    m_max = hw.peak_flops * kv / (hw.bandwidth * (2 * P70 + A))
+    assert 10 < m_max < 20
+
+    def t(B, m):
+        return max((P70 * 2.0 + B * kv) / hw.bandwidth, B * m * (2 * P70 + A) / hw.peak_flops)
+
+    for B in (1, 8, 64, 512, 4096, 10**6):
+        for m in range(2, math.floor(m_max) + 1):
+            assert t(B, m) == t(B, 1)
+    m_over = math.floor(m_max) + 1
+    assert t(10**6, m_over) > t(10**6, 1)
+
+
 def test_speed_ratio_of_memory_bound_models_is_the_ratio_of_their_sizes():
     assert math.isclose(cm.speed_ratio(P70, P7), 10.0)
     assert math.isclose(cm.speed_ratio(P70, P7, cm.A100_SXM, 0.5), 10.0)
@@ -229,7 +270,8 @@ def test_greedy_drafting_neither_dominates_sampled_drafting():
 @given(st.integers(0, 10_000), st.integers(1, 12))
 def test_rejection_sampling_is_exact_and_accepts_no_more_than_speculative_sampling(seed, V):
     """Leviathan et al. appendix A.2: one-shot rejection sampling with bound M accepts with
-    1/M ≤ α, equality only when p = q, and its output (fallback to p) is exactly p."""
+    1/M ≤ α, and its output (fallback to p) is exactly p. Equality needs q = p/M wherever
+    p > 0; with full-support Dirichlet draws that means p = q."""
     r = np.random.default_rng(seed)
     p, q = r.dirichlet(np.full(V, 0.7)), r.dirichlet(np.full(V, 0.7))
     M = np.max(p / q)
@@ -239,6 +281,42 @@ def test_rejection_sampling_is_exact_and_accepts_no_more_than_speculative_sampli
     if V > 1 and not np.allclose(p, q):
         assert 1 / M < alpha
     assert 1 / np.max(p / p) == pytest.approx(sm.acceptance_probability(p, p), abs=1e-12)
+
+
+def test_top_token_agreement_bias_rises_toward_the_target_iff_the_top_is_under_proposed():
+    """Bias of rule 2 along q_w = (1 − w) q + w p is q_w(x*)(1 − p(x*)): it rises with w
+    exactly when q(x*) < p(x*) (the chapter's example), and falls otherwise."""
+    ws = np.linspace(0, 1, 11)
+
+    def bias(p, q):
+        return np.array([sm.tv_distance(sm.naive_output_distribution(
+            p, sm.mix(p, q, w), "accept-if-top"), p) for w in ws])
+
+    b = bias(P_EX, Q_EX)
+    xs = np.argmax(P_EX)
+    np.testing.assert_allclose(b, sm.mix(P_EX, Q_EX, ws[:, None])[:, xs] * (1 - P_EX[xs]))
+    assert (np.diff(b) > 0).all()
+    q_over = np.array([0.6, 0.1, 0.1, 0.1, 0.1])          # over-proposes the top token
+    assert (np.diff(bias(P_EX, q_over)) < 0).all()
+
+
+def test_rejection_bound_and_resample_from_p_are_exact_for_a_scaled_down_target():
+    """Equality 1/M = α, and an unbiased resample-from-p rule, hold beyond p = q: exactly
+    when q = α p on the target's support, the rest of q's mass where p = 0."""
+    p, q = np.array([0.6, 0.4, 0.0]), np.array([0.3, 0.2, 0.5])
+    alpha = sm.acceptance_probability(p, q)
+    assert alpha == pytest.approx(0.5)
+    with np.errstate(divide="ignore"):
+        M = np.max(np.where(q > 0, p / q, np.inf))
+    assert 1 / M == pytest.approx(alpha)
+    np.testing.assert_allclose(sm.residual_distribution(p, q), p)
+    np.testing.assert_allclose(sm.naive_output_distribution(p, q, "resample-from-p"), p)
+    # move a little of q's mass onto the target's support in the wrong ratio: both break
+    q2 = np.array([0.35, 0.2, 0.45])
+    M2 = np.max(p / q2)
+    assert 1 / M2 < sm.acceptance_probability(p, q2) - 1e-3
+    out2 = sm.naive_output_distribution(p, q2, "resample-from-p")
+    assert sm.tv_distance(out2, p) > 1e-3
 
 
 # ---------------------------------------------------------------- figures and explorers

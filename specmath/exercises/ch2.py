@@ -32,7 +32,8 @@ def _ex2():
 
 def _ex3():
     # P(emitted token = drafted token), by exact enumeration over the drafted token x:
-    # accepted with min(1, p/q); after a rejection the residual is drawn, which can equal x.
+    # accepted with min(1, p/q); after a rejection the residual is drawn, which could equal
+    # x only if r(x) > 0 (it never is: a rejection needs q(x) > p(x), where r(x) = 0).
     from ..acceptance import residual_distribution
     p, q = DATA["p"], DATA["q"]
     keep = np.minimum(1.0, p / q)

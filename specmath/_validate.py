@@ -44,8 +44,9 @@ def sum_tolerance(vocab_size: int, storage: str = "float64") -> float:
       the sum by about ε. The worst case of a sum of V positive terms is
       ε ≤ (V − 1) u_a (Higham, *Accuracy and Stability*, §4.2), far too lenient
       (0.009 for float32 at V = 151,936); treating rounding errors as independent and
-      mean zero, |ε| ≤ λ √V u_a with probability at least 1 − 2 exp(−λ²/2) (Higham &
-      Mary 2019, Theorem 3.1, to first order). With λ = 10 that is 1 − 4·10⁻²².
+      mean zero, |ε| ≤ λ √V u_a with probability at least 1 − 2V exp(−λ²(1 − u_a)²/2)
+      (Higham & Mary 2019, to first order; the factor V is a union bound over the partial
+      sums). With λ = 10 and V = 151,936 that is 1 − 6·10⁻¹⁷.
 
     The few extra u_a from the exponentials and the division are absorbed in λ √V ≥ 10.
     Engines reduce in parallel (SIMD lanes, trees), where the independence model fits:

@@ -110,9 +110,10 @@ def _check_step_inputs(p, q, draft_tokens):
 def speculative_step(p, q, draft_tokens, rng) -> np.ndarray:
     """One verification round of speculative sampling (ch. 2, algorithm speculative-step).
 
-    Takes **one sequence's** rows (no batch axis: loop over sequences). Rows may come straight from an engine: float32, float16 or
-    bfloat16-valued rows are accepted with a sum tolerance that scales with their precision
-    and vocabulary size (:func:`specmath._validate.sum_tolerance`) and renormalised in
+    Takes **one sequence's** rows (no batch axis: loop over sequences). Rows may come
+    straight from an engine: float32, float16 or bfloat16-valued rows are accepted with
+    a sum tolerance that scales with their precision and vocabulary size
+    (:func:`specmath._validate.sum_tolerance`) and renormalised in
     float64. Cost: O(kV) vectorised numpy work (validation, one residual) plus O(k)
     scalar steps, no Python loop over the vocabulary.
 

@@ -20,8 +20,9 @@ provenance. Design:
   of accepted drafts under each rule for **that** draft block, E[τ | x] = Σᵢ Π_{j≤i}
   min(1, pⱼ(xⱼ)/qⱼ(xⱼ)) token-wise and Σᵢ aᵢ for block (chapter 9: P(τ ≥ i | xⁱ) = aᵢ).
   Both rules see the same x, so their difference is ≥ 0 iteration by iteration and has
-  far less noise than (a); it estimates the same gain because both rules' outputs follow
-  the target, so the contexts visited have the same law.
+  far less noise than (a). It compares the rules on the pooled contexts both arms
+  visited; it is not the gain over each rule's own contexts (iterations start at
+  different places under the two rules), which (a) estimates.
 * **Speed.** Tokens per CPU-second (``time.process_time``, one torch thread: on the
   shared 2-core machine the wall clock also counts waiting for a core); wall clock beside
   it. The ratio block/token-wise per prompt, geometric mean over prompts.

@@ -11,7 +11,7 @@ the rule runs k independent tests, "keep the first i drafts" passing with probab
 keeps the **longest** prefix τ whose test passes (τ = 0 if none does), and appends one token
 drawn from norm(max(0, a_τ p_{τ+1} − q_{τ+1})) when τ < k, or the bonus token from p_{k+1}
 when τ = k. Its output is exactly the target's and P(τ ≥ i) is the largest any valid
-verifier of the same draft can reach (chapter 9, theorems block-exact and block-optimal).
+verifier of the same draft can reach (chapter 9, theorems ch9-thm-exact, ch9-thm-optimal).
 
 The second half of the module enumerates, for small toy models, every draft block and every
 outcome: the exact joint law of the first k+1 emitted tokens, the law of the number of

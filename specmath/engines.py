@@ -214,9 +214,8 @@ def repetition_penalty(logits, context, penalty: float) -> np.ndarray:
         raise ValueError(f"penalty must be a number > 0; got {penalty!r}") from err
     if not np.isfinite(theta) or theta <= 0:
         raise ValueError(f"penalty must be a finite number > 0; got {penalty!r}")
-    ctx = np.asarray(context, dtype=np.int64).reshape(-1) if len(context) else np.zeros(
-        0, dtype=np.int64)
-    if ((ctx < 0) | (ctx >= z.shape[0])).any():
+    ctx = as_count(context, "context").reshape(-1)      # token ids: integers ≥ 0
+    if (ctx >= z.shape[0]).any():
         raise ValueError(f"context tokens must be in [0, V) = [0, {z.shape[0]}); got {context!r}")
     u = np.unique(ctx)
     z[u] = np.where(z[u] > 0, z[u] / theta, z[u] * theta)

@@ -145,3 +145,4 @@ def test_recorded_lossy_file_has_provenance_and_consistent_fields():
     for pr in R["prompts"]:
         a, g = np.array(pr["alpha"]), np.array(pr["alpha_greedy"])
         assert a.size == pr["L"] == g.size and ((0 <= a) & (a <= 1)).all()
+        assert g.mean() < a.mean()     # the chapter: the one-hot draft is lower per text

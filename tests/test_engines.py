@@ -83,7 +83,6 @@ def test_one_hot_verification_of_sampled_drafts_accepts_sum_pq_which_is_at_most_
 
 def test_greedy_draft_step_emits_target_g_test_with_power_and_biased_variant_fails():
     n = 8_000
-    biased = sm.greedy_draft_output_distribution(P0, Q0)           # = P0
     x = int(np.argmax(Q0))
     biased = P0[x] * np.eye(5)[x] + (1 - P0[x]) * P0                # resample-from-p variant
     power = _power(P0, biased, n)
@@ -96,8 +95,39 @@ def test_greedy_draft_step_emits_target_g_test_with_power_and_biased_variant_fai
 
 def test_greedy_draft_step_is_exact_whatever_token_was_drafted():
     # the rule never reads q: drafting the *least* likely draft token is still exact
-    counts = _first_tokens(sm.greedy_draft_step, 6_000, seed=11, draft=4)
+    n, x = 6_000, 4
+    biased = P0[x] * np.eye(5)[x] + (1 - P0[x]) * P0                # resample-from-p variant
+    assert _power(P0, biased, n) >= MIN_POWER
+    counts = _first_tokens(sm.greedy_draft_step, n, seed=11, draft=x)
     assert g_test(counts, P0).pvalue > LEVEL
+    bad = _first_tokens(_greedy_resample_from_p, n, seed=11, draft=x)
+    assert g_test(bad, P0).pvalue < LEVEL
+
+
+def test_greedy_draft_step_second_token_after_acceptance_follows_next_target_row():
+    """k = 2: given the first draft accepted, the second emitted token must follow p[1]
+    (the target after the drafted prefix). Biased variant: verifies position two against
+    p[0] (a stale row), which the same G-test must reject."""
+    p1 = np.array([0.05, 0.15, 0.2, 0.25, 0.35])
+    P = np.stack([P0, p1, P0])
+    x1 = 0                                   # accepted with probability P0[0] = 0.35
+
+    def stale_row(p, q, d, rng):
+        return sm.greedy_draft_step(np.stack([p[0], p[0], p[2]]), q, d, rng)
+
+    n = 8_000
+    # the conditioning keeps about n·P0[x1] draws; require the power at 90 % of that
+    n_min = int(0.9 * n * P0[x1])
+    assert _power(p1, P0, n_min) >= MIN_POWER
+    for step, seed, exact in ((sm.greedy_draft_step, 13, True), (stale_row, 13, False)):
+        rng = np.random.default_rng(seed)
+        counts = np.zeros(5)
+        for _ in range(n):
+            out = step(P, np.stack([Q0, Q0]), [x1, int(np.argmax(Q0))], rng)
+            if out.size >= 2:
+                counts[out[1]] += 1
+        assert counts.sum() >= n_min
+        assert (g_test(counts, p1).pvalue > LEVEL) == exact
 
 
 def test_greedy_draft_step_accepts_everything_when_target_is_a_point_mass():
@@ -120,12 +150,22 @@ def test_mismatched_output_is_target_iff_ratio_uses_the_sampled_draft():
     assert (tv > 1e-3).mean() > 0.9              # issue #32867: greedy draft, soft ratio
 
 
-def test_top_k_on_both_sides_is_exact_for_processed_target_and_raw_ratio_is_not():
+def test_mismatched_output_is_the_sampled_draft_when_ratio_draft_equals_target():
+    # q_r = p with supp q_s ⊆ supp q_r: every drafted token passes (β = 1), output = q_s
+    rng = np.random.default_rng(8)
+    P, Qs = rng.dirichlet(np.ones(5), 50), rng.dirichlet(np.ones(5), 50)
+    assert np.allclose(sm.mismatched_output_distribution(P, Qs, P), Qs, atol=1e-12)
+
+
+def test_top_k_and_top_p_on_both_sides_exact_for_processed_target_raw_ratio_not():
     p, q = P0, Q0
     pk, qk = sm.top_k_filter(p, 3), sm.top_k_filter(q, 2)
     assert np.allclose(sm.output_distribution(pk, qk), pk)
     bad = sm.mismatched_output_distribution(pk, qk, q)
     assert sm.tv_distance(bad, pk) > 0.01
+    pp, qp = sm.top_p_filter(p, 0.8), sm.top_p_filter(q, 0.6)   # the same with top-p
+    assert np.allclose(sm.output_distribution(pp, qp), pp)
+    assert sm.tv_distance(sm.mismatched_output_distribution(pp, qp, q), pp) > 0.01
 
 
 def test_top_k_and_top_p_known_values():
@@ -188,6 +228,37 @@ def test_lossy_frontier_tv_at_least_acceptance_gain_and_lenient_attains_it():
     assert (sm.tv_distance(other, P) >= best - 1e-12).all()
 
 
+def test_tv_of_independent_positions_lies_between_one_and_n_times_per_position():
+    """Chapter 8, eq. compound: TV(o, p) ≤ TV(o^⊗n, p^⊗n) ≤ n·TV(o, p), by enumeration."""
+    rng = np.random.default_rng(9)
+    for _ in range(20):
+        p, q = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(4))
+        o = sm.lenient_output_distribution(p, q, 0.4)
+        tv1 = sm.tv_distance(o, p)
+        jo, jp = np.ones(1), np.ones(1)
+        prev = 0.0
+        for n in range(1, 5):
+            jo, jp = np.outer(jo, o).ravel(), np.outer(jp, p).ravel()
+            tv = sm.tv_distance(jo, jp)
+            assert prev - 1e-12 <= tv <= n * tv1 + 1e-12
+            prev = tv
+
+
+def test_lenient_never_accepts_less_than_exact_but_typical_can():
+    # lenience: min(q, p/l) ≥ min(q, p) token by token
+    rng = np.random.default_rng(10)
+    P, Q = rng.dirichlet(np.ones(6), 100), rng.dirichlet(np.ones(6), 100)
+    for l in (0.9, 0.5, 0.1):
+        assert (sm.lenient_acceptance(P, Q, l) >= sm.acceptance_probability(P, Q) - 1e-15).all()
+    # typical, Medusa's defaults ε = 0.09, δ = 0.3: θ = 0.09 on both pairs below
+    p, q = [0.9, 0.05, 0.05], [0.5, 0.25, 0.25]      # the two p = 0.05 tokens never pass
+    assert sm.typical_acceptance(p, q, 0.09, 0.3) == pytest.approx(0.5)
+    assert sm.acceptance_probability(p, q) == pytest.approx(0.6)
+    p, q = [0.4, 0.3, 0.3], [0.1, 0.45, 0.45]        # every token passes
+    assert sm.typical_acceptance(p, q, 0.09, 0.3) == pytest.approx(1.0)
+    assert sm.acceptance_probability(p, q) == pytest.approx(0.7)
+
+
 def test_typical_threshold_known_values():
     u = np.ones(4) / 4                              # H = ln 4, e^{−H} = 1/4
     assert sm.typical_threshold(u, 0.09, 0.3) == pytest.approx(0.075)
@@ -231,8 +302,12 @@ def test_metrics_of_simulated_iterations_recover_alpha():
     alpha, k, n = 0.7, 4, 40_000
     N = sm.simulate_tokens_per_iteration(alpha, k, n, rng)
     m = sm.engine_metrics(N - 1, k)
-    se = np.std(N) / np.sqrt(n)
+    se = np.std(N) / np.sqrt(n)       # 5 standard errors: false alarm below 1e-6
     assert abs(m["mean_acceptance_length"] - sm.expected_tokens(alpha, k)) < 5 * se
+    # vLLM's rate estimates (α + … + α^k)/k, which is below α (chapter 4, eq. rate)
+    rate_model = sum(alpha ** j for j in range(1, k + 1)) / k
+    assert abs(m["vllm_draft_acceptance_rate"] - rate_model) < 5 * se / k
+    assert rate_model < alpha
     a_hat = sm.alpha_from_acceptance_rate(m["vllm_draft_acceptance_rate"], k)
     assert abs(a_hat - alpha) < 0.01
 

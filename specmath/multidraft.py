@@ -2,10 +2,10 @@
 
 Conventions: ``p`` is the **target** distribution, ``q`` the **draft**'s; the m candidates
 x₁ … x_m are drawn from q, i.i.d. (with replacement) or without replacement. Recursive
-rejection (SpecInfer, Miao et al. 2024; SpecTr, Sun et al. 2023) tests candidate j against
-the current residual r_j (r₁ = p): accept with probability min(1, r_j(x_j)/q_j(x_j)); on
+rejection (SpecInfer's multi-step speculative sampling, Miao et al. 2024) tests candidate j
+against the current residual r_j (r₁ = p): accept with probability min(1, r_j(x_j)/q_j(x_j)); on
 rejection r_{j+1} = norm(max(0, r_j − q_j)); when all m are rejected, the emitted token is
-drawn from r_{m+1}. Its output is exactly p (ch. 10, theorem multidraft-exact).
+drawn from r_{m+1}. Its output is exactly p (ch. 10, theorem ch10-thm-exact).
 
 The optimal-transport ceiling (:func:`multidraft_ot_ceiling`) is the largest P(Y ∈ {X₁…X_m})
 over every joint law of (Y, X₁ … X_m) with Y ~ p and X's i.i.d. q (SpecTr's linear program);
@@ -106,7 +106,7 @@ def multidraft_step(p, q, candidates, rng, *, replacement: bool = True) -> int:
     -------
     int
         The emitted token: the first kept candidate, or a draw from the last residual.
-        Its law is exactly p (theorem multidraft-exact).
+        Its law is exactly p (theorem ch10-thm-exact).
     """
     p, q = _check_pq(p, q)
     t = _check_candidates(candidates, p.shape[0], bool(replacement))

@@ -9,7 +9,7 @@ given the path to it: siblings i.i.d. from q(· | parent's path).
 Verification (SpecInfer, Miao et al. 2024) walks down from the root: at each node, recursive
 rejection (:mod:`specmath.multidraft`) over its children; a kept child becomes the next
 node, all rejected emits a draw from the last residual, and a leaf emits a bonus token from
-p. Its output is exactly the target's (ch. 10, theorem tree-exact).
+p. Its output is exactly the target's (ch. 10, theorem ch10-thm-tree).
 
 Under position-wise acceptance (Sequoia, Chen et al. 2024: the probability that the kept
 child is the r-th one depends only on r, and on the depth d if given), a tree's expected

@@ -123,6 +123,33 @@ def test_ot_ceiling_linear_program_equals_the_minimum_cut(p, q, m):
         md.multidraft_ot_ceiling_cut(p, q, m), abs=1e-7)
 
 
+@pytest.mark.parametrize(("p", "q"), PAIRS)
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_ot_ceiling_is_below_the_per_token_bound_sum_min_p_and_hit_probability(p, q, m):
+    # eq. ch10-upper: P(Y = y, y among the X's) ≤ min(p(y), 1 − (1 − q(y))^m)
+    upper = np.minimum(p, 1 - (1 - q) ** m).sum()
+    assert md.multidraft_ot_ceiling(p, q, m) <= upper + 1e-9
+    if m == 1:
+        assert upper == pytest.approx(sm.acceptance_probability(p, q))
+
+
+@pytest.mark.parametrize(("p", "q"), PAIRS)
+def test_fixed_target_rule_over_emits_every_token_with_p_at_most_q(p, q):
+    # its law at p ≤ q is p (1 − (1 − α)^m)/α, above p for m ≥ 2
+    a = sm.acceptance_probability(p, q)
+    low = p <= q
+    for m in (2, 3):
+        law = md.multidraft_output_distribution(p, q, m, rule="fixed-target")
+        assert law[low] == pytest.approx(p[low] * (1 - (1 - a) ** m) / a)
+        assert (law[low] > p[low]).all()
+
+
+@pytest.mark.parametrize(("p", "q"), PAIRS)
+def test_without_replacement_over_the_whole_vocabulary_always_keeps_one(p, q):
+    assert md.multidraft_acceptance(p, q, p.size, replacement=False) == pytest.approx(
+        1.0, abs=1e-12)
+
+
 def test_known_values_identical_draft_and_disjoint_supports():
     p = np.array([0.5, 0.3, 0.2])
     assert md.multidraft_acceptance(p, p, 3) == pytest.approx(1.0)

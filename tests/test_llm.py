@@ -107,7 +107,8 @@ N_SAMPLES = 1500
 LEVEL = 1e-3  # false-alarm rate of each G-test below
 
 
-def _sample_two_tokens(pair, prompt, temperature, seed, broken=False):
+def _sample_two_tokens(pair, prompt, temperature, seed, broken=False, path="eager",
+                       verify="tokenwise"):
     target, draft = pair
     g = torch.Generator().manual_seed(seed)
     counts = np.zeros((V, V))
@@ -117,7 +118,7 @@ def _sample_two_tokens(pair, prompt, temperature, seed, broken=False):
         # accepted draft, the residual at position 2, the bonus, or the next iteration.
         r = llm.speculative_generate(target, draft, _ids(prompt), k=2, temperature=temperature,
                                      max_new_tokens=3, generator=g,
-                                     _broken_correction=broken)
+                                     _broken_correction=broken, path=path, verify=verify)
         counts[r.tokens[0], r.tokens[1]] += 1
         alphas.append(r.alpha_by_position[0][0])
         acc += r.accepted[0]
@@ -193,6 +194,184 @@ def test_generator_makes_runs_reproducible(pair):
     assert runs[0] == runs[1]
 
 
+# ---- the device paths: same laws, one synchronisation per iteration ------------------------
+
+FAST_PATHS = ["device", "static"]
+
+
+@pytest.mark.parametrize("path", FAST_PATHS)
+def test_device_paths_greedy_output_equals_target_greedy_decode(pair, path):
+    target, draft = pair
+    rejected = 0
+    for prompt in PROMPTS:
+        ref = llm.autoregressive_generate(target, _ids(prompt), temperature=0,
+                                          max_new_tokens=20).tokens
+        base = llm.autoregressive_generate(target, _ids(prompt), temperature=0,
+                                           max_new_tokens=20, path=path)
+        assert base.tokens == ref and base.path == path
+        for k in (1, 3):
+            spec = llm.speculative_generate(target, draft, _ids(prompt), k=k, temperature=0,
+                                            max_new_tokens=20, path=path)
+            assert spec.tokens == ref and spec.path == path
+            rejected += sum(d - a for d, a in zip(spec.drafted, spec.accepted, strict=True))
+    assert rejected > 0
+
+
+@pytest.mark.parametrize("path", FAST_PATHS)
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_device_paths_with_draft_equal_to_target_accept_everything(pair, path, temperature):
+    # draft = target: every draft is accepted (p = q, ratio 1; equal argmaxes), so each
+    # iteration feeds the draft two pending tokens next time: that branch is exercised here.
+    target, _ = pair
+    for k in (1, 4):
+        r = llm.speculative_generate(target, target, _ids(PROMPTS[2]), k=k,
+                                     temperature=temperature, max_new_tokens=17, path=path,
+                                     generator=torch.Generator().manual_seed(3))
+        assert r.accepted == r.drafted and len(r.tokens) == 17
+        assert all(abs(a - 1.0) < 1e-6 for row in r.alpha_by_position for a in row)
+        if temperature == 0:
+            ref = llm.autoregressive_generate(target, _ids(PROMPTS[2]), temperature=0,
+                                              max_new_tokens=17).tokens
+            assert r.tokens == ref
+
+
+@pytest.mark.parametrize("path", FAST_PATHS)
+def test_device_paths_sampling_first_two_tokens_follow_the_target_law(pair, path):
+    # Same G-tests as the eager loop (false-alarm rate LEVEL = 1e-3 each; power > 0.99
+    # against the broken correction, computed in the eager test above for this very law).
+    target, draft = pair
+    prompt = PROMPTS[0]
+    law = _exact_two_token_law(target, prompt, 1.0)
+    counts, alpha_hat, _ = _sample_two_tokens(pair, prompt, 1.0, seed=99, path=path)
+    assert g_test(counts.ravel(), law.ravel()).pvalue > LEVEL
+    assert g_test(counts.sum(1), law.sum(1)).pvalue > LEVEL
+    # Σ min(p, q) at the first position, computed on the device in float32: equal to the
+    # float64 value up to float32 rounding (relative 1e-5 is ~100 float32 ulps)
+    alpha = sm.acceptance_probability(_next_probs(target, prompt, 1.0),
+                                      _next_probs(draft, prompt, 1.0))
+    assert alpha_hat == pytest.approx(alpha, rel=1e-5)
+
+
+def test_device_path_sampling_test_catches_correction_drawn_from_p(pair):
+    target, _ = pair
+    law = _exact_two_token_law(target, PROMPTS[0], 1.0)
+    counts, _, _ = _sample_two_tokens(pair, PROMPTS[0], 1.0, seed=99, broken=True,
+                                      path="device")
+    assert g_test(counts.sum(1), law.sum(1)).pvalue < LEVEL
+
+
+def test_vectorised_tokenwise_rule_accepts_with_probability_min_one_ratio():
+    # One position, exact law: P(accept) = Σ_x q(x) min(1, p(x)/q(x)) = Σ min(p, q) = α.
+    # 20 000 draws, 4-sigma band (false-alarm rate ≈ 6e-5); the next token's law given a
+    # rejection is the normalised residual, checked by a G-test at level 1e-3.
+    g = torch.Generator().manual_seed(11)
+    p = torch.tensor([[0.5, 0.3, 0.2, 0.0], [0.1, 0.2, 0.3, 0.4]], dtype=torch.float32)
+    q = torch.tensor([[0.2, 0.2, 0.2, 0.4]], dtype=torch.float32)
+    n_draws, acc = 20_000, 0
+    resid_counts = np.zeros(4)
+    for _ in range(n_draws):
+        x = torch.multinomial(q[0], 1, generator=g)
+        n, y = llm.VERIFIERS["tokenwise"](p, q, x, g)
+        if int(n):
+            acc += 1
+        else:
+            resid_counts[int(y)] += 1
+    alpha = float(torch.minimum(p[0], q[0]).sum())
+    assert abs(acc / n_draws - alpha) < 4 * math.sqrt(alpha * (1 - alpha) / n_draws)
+    resid = np.clip(p[0].numpy() - q[0].numpy(), 0, None)
+    assert resid_counts[resid == 0].sum() == 0
+    keep = resid > 0
+    assert g_test(resid_counts[keep], resid[keep] / resid.sum()).pvalue > 1e-3
+
+
+def test_graph_bookkeeping_static_buffers_reproduce_greedy_decode(pair, monkeypatch):
+    # compile="graphs" captures one CUDA graph per input length and replays it on static
+    # input buffers; on CPU _FAKE_GRAPHS runs the same bookkeeping (buffers, warm-up pass,
+    # cache-length correction) with eager "replays": the output must still be the target's
+    # greedy decode, through rejections, full acceptances (draft = target) and k = 0.
+    monkeypatch.setattr(llm, "_FAKE_GRAPHS", True)
+    target, draft = pair
+    for prompt in PROMPTS[:3]:
+        ref = llm.autoregressive_generate(target, _ids(prompt), temperature=0,
+                                          max_new_tokens=16).tokens
+        base = llm.autoregressive_generate(target, _ids(prompt), temperature=0,
+                                           max_new_tokens=16, path="static",
+                                           compile="graphs")
+        assert base.tokens == ref and base.path == "static+compile"
+        for d, k in ((draft, 3), (target, 3), (draft, 0)):
+            r = llm.speculative_generate(target, d, _ids(prompt), k=k, temperature=0,
+                                         max_new_tokens=16, path="static", compile="graphs")
+            assert r.tokens == ref
+
+
+def test_compile_is_ignored_on_cpu(pair):
+    target, draft = pair
+    r = llm.speculative_generate(target, draft, _ids(PROMPTS[0]), k=2, temperature=0,
+                                 max_new_tokens=5, path="static", compile="reduce-overhead")
+    assert r.path == "static" and len(r.tokens) == 5
+
+
+class _HostReads(torch.overrides.TorchFunctionMode):
+    """Counts tensor → host reads (.item(), .tolist(), bool(), int(), float()): each one is
+    a device synchronisation on a GPU."""
+
+    NAMES = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy"}
+
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.n += getattr(func, "__name__", "") in self.NAMES
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("path", FAST_PATHS)
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_device_paths_read_the_device_once_per_iteration(pair, path, temperature):
+    # The model forwards (transformers' code included), the draft sampling and the
+    # vectorised verification make no host reads; the loop makes one per iteration, plus
+    # a constant few (the prompt ids, the α list at the end, resetting a reused cache).
+    target, draft = pair
+    kw = dict(k=3, temperature=temperature, max_new_tokens=20,
+              generator=torch.Generator().manual_seed(0))
+    with _HostReads() as fast:
+        r = llm.speculative_generate(target, draft, _ids(PROMPTS[0]), path=path, **kw)
+    iterations = len(r.accepted) + 1  # at most one last iteration drafts nothing
+    assert fast.n <= iterations + 4
+    with _HostReads() as eager:
+        llm.speculative_generate(target, draft, _ids(PROMPTS[0]), path="eager", **kw)
+    assert eager.n > 3 * iterations  # the reference loop reads the device at every step
+
+
+@pytest.mark.parametrize("path", ["eager", *FAST_PATHS])
+def test_replay_forces_the_recorded_accept_counts(pair, path):
+    # benchmarks/gpu_run.py times recorded accept/reject patterns with other weights:
+    # the loop must keep exactly the forced number of drafts each iteration (capped at
+    # the number drafted), whatever the models decide, and roll its caches back to match.
+    target, draft = pair
+    forced = [3, 0, 1, 3, 2, 0, 3, 3, 1, 0, 2]
+    r = llm.speculative_generate(target, draft, _ids(PROMPTS[2]), k=3, temperature=0,
+                                 max_new_tokens=20, path=path, _replay=forced)
+    assert r.accepted == [min(f, d) for f, d in zip(forced, r.drafted, strict=False)]
+    assert len(r.tokens) == 20
+
+
+def test_static_cache_rollback_gives_the_logits_of_a_fresh_forward_pass(pair):
+    target, draft = pair
+    prompt = PROMPTS[2]
+    res = llm.speculative_generate(target, draft, _ids(prompt), k=4, temperature=1.0,
+                                   max_new_tokens=24, path="static",
+                                   generator=torch.Generator().manual_seed(0))
+    assert sum(res.accepted) < sum(res.drafted)  # there were rejections
+    text = prompt + res.tokens
+    m = llm._OnDevice(target, static=True, max_len=64)  # reuses the rolled-back buffer
+    got = m(_ids(text), len(text))
+    with torch.inference_mode():
+        fresh = target(_ids(text)).logits[0]
+    torch.testing.assert_close(got.double(), fresh.double(), rtol=1e-6, atol=1e-6)
+
+
 # ---- KV-cache rollback ------------------------------------------------------------------------
 
 def test_rolled_back_caches_give_the_logits_of_a_fresh_forward_pass(pair):
@@ -231,6 +410,10 @@ def test_rolled_back_caches_give_the_logits_of_a_fresh_forward_pass(pair):
     (dict(temperature=float("nan")), "temperature must be a finite number ≥ 0"),
     (dict(max_new_tokens=0), "max_new_tokens must be an integer ≥ 1"),
     (dict(generator=np.random.default_rng(0)), "generator must be a torch.Generator"),
+    (dict(verify="nope"), "verify must be one of"),
+    (dict(path="gpu"), "path must be one of"),
+    (dict(path="device", compile="max-autotune"), "compile must be None"),
+    (dict(path="device", compile=True), "compile needs path='static'"),
 ])
 def test_bad_arguments_raise_valueerror_naming_the_rule(pair, kwargs, match):
     target, draft = pair
@@ -289,3 +472,123 @@ def test_load_pair_argument_errors():
 def test_pick_device_defaults_to_fp32_on_cpu():
     dev, dt = llm.pick_device("cpu", verbose=False)
     assert dev.type == "cpu" and dt == torch.float32
+
+
+# ---- block verification (chapter 9; owner: chapter-9 engineer) ------------------------------
+
+class _TinyLM:
+    """A tiny transformer seen as a toy model: next_distribution(ctx) after ``prompt``."""
+
+    def __init__(self, model, prompt, temperature):
+        self.model, self.prompt, self.temperature = model, list(prompt), temperature
+        self.vocab_size, self._cache = V, {}
+
+    def next_distribution(self, ctx):
+        key = tuple(ctx)
+        if key not in self._cache:
+            self._cache[key] = _next_probs(self.model, self.prompt + list(ctx),
+                                           self.temperature)
+        return self._cache[key]
+
+
+@pytest.mark.parametrize("path", ["eager", "device"])  # "static" shares device's rule code
+def test_block_verify_first_two_tokens_follow_the_target_law(pair, path):
+    # G-tests at LEVEL = 1e-3 each (false-alarm rate), N_SAMPLES decodes with k = 2. Power
+    # against the block rule that corrects from p (exact law by enumeration through the
+    # tiny models, specmath.block) is computed and asserted ≥ 0.99 below.
+    scipy_stats = pytest.importorskip("scipy.stats")
+    target, draft = pair
+    prompt = PROMPTS[0]
+    law = _exact_two_token_law(target, prompt, 1.0)
+    counts, alpha_hat, _ = _sample_two_tokens(pair, prompt, 1.0, seed=4321, path=path,
+                                              verify="block")
+    assert g_test(counts.ravel(), law.ravel()).pvalue > LEVEL
+    assert g_test(counts.sum(1), law.sum(1)).pvalue > LEVEL
+    tl, dl = _TinyLM(target, prompt, 1.0), _TinyLM(draft, prompt, 1.0)
+    ok = sm.block_output_distribution(tl, dl, 2).sum(2)
+    assert np.abs(ok - law).max() < 1e-12  # the enumerated block law is the target's
+    broken = sm.block_output_distribution(tl, dl, 2, rule="block-resample-from-p").sum(2)
+    b, l0 = broken.ravel(), law.ravel()
+    nc = min(2 * N_SAMPLES * float(np.sum(b * np.log(b / l0))),
+             N_SAMPLES * float(np.sum((b - l0) ** 2 / l0)))
+    dof = V * V - 1
+    assert scipy_stats.ncx2.sf(scipy_stats.chi2.isf(LEVEL, dof), dof, nc) > 0.99
+
+
+@pytest.mark.parametrize("path", ["device"])
+def test_block_verify_test_catches_correction_drawn_from_p(pair, path, monkeypatch):
+    import functools
+
+    monkeypatch.setitem(llm.VERIFIERS, "block",
+                        functools.partial(llm._verify_block, broken_correction=True))
+    target, _ = pair
+    law = _exact_two_token_law(target, PROMPTS[0], 1.0)
+    counts, _, _ = _sample_two_tokens(pair, PROMPTS[0], 1.0, seed=4321, path=path,
+                                      verify="block")
+    assert g_test(counts.ravel(), law.ravel()).pvalue < LEVEL
+
+
+def test_block_verify_greedy_output_equals_target_greedy_decode(pair):
+    target, draft = pair
+    a = llm.speculative_generate(target, draft, _ids(PROMPTS[2]), k=3, temperature=0.0,
+                                 max_new_tokens=12, verify="block")
+    b = llm.speculative_generate(target, draft, _ids(PROMPTS[2]), k=3, temperature=0.0,
+                                 max_new_tokens=12)
+    assert a.tokens == b.tokens
+
+
+def test_vectorised_block_rule_has_the_law_of_the_numpy_weights():
+    # Fixed rows, many calls: the law of (n, next token) against the exact one from
+    # specmath.block_weights (P(τ = i | x) = hᵢ Π_{j>i}(1 − hⱼ), then the correction row);
+    # G-test at LEVEL over the (k+1)·V cells, 20,000 draws.
+    rng = np.random.default_rng(3)
+    k, Vb = 3, 4
+    p = rng.dirichlet(np.full(Vb, 0.6), size=k + 1)
+    q = rng.dirichlet(np.full(Vb, 0.6), size=k)
+    x = np.array([int(np.argmax(q[i] / p[i])) if i == 0 else int(np.argmax(p[i] / q[i]))
+                  for i in range(k)])  # a low ratio first, then high ones: block helps
+    a, h = sm.block_weights(p, q, x)
+    fail = np.concatenate([np.cumprod((1 - h[1:])[::-1])[::-1], [1.0]])
+    pmf = h * fail  # fail[i] = Π_{j>i} (1 − hⱼ)
+    exact = np.zeros((k + 1, Vb))
+    for i in range(k + 1):
+        row = p[k] if i == k else np.maximum(a[i] * p[i] - q[i], 0)
+        exact[i] = pmf[i] * row / row.sum() if row.sum() > 0 else 0.0
+    g = torch.Generator().manual_seed(0)
+    pt, qt, xt = torch.tensor(p), torch.tensor(q), torch.tensor(x)
+    counts = np.zeros((k + 1, Vb))
+    for _ in range(20_000):
+        n, y = llm._verify_block(pt, qt, xt, g)
+        counts[int(n), int(y)] += 1
+    m = exact.ravel() > 0
+    assert counts.ravel()[~m].sum() == 0
+    assert g_test(counts.ravel()[m], exact.ravel()[m] / exact.sum()).pvalue > LEVEL
+
+
+def test_vectorised_block_rule_edge_cases_give_no_nan():
+    g = torch.Generator().manual_seed(1)
+    same = torch.tensor([[0.2, 0.3, 0.5]], dtype=torch.float64)
+    # p = q: every draft kept (a = 1, h = 1 where R = 0)
+    for _ in range(20):
+        n, y = llm._verify_block(same.repeat(3, 1), same.repeat(2, 1), torch.tensor([0, 2]), g)
+        assert int(n) == 2 and 0 <= int(y) < 3
+    # the target forbids the first draft: nothing kept, the correction avoids it
+    p = torch.tensor([[0.0, 0.5, 0.5], [0.2, 0.3, 0.5], [0.2, 0.3, 0.5]], dtype=torch.float64)
+    q = torch.tensor([[0.5, 0.25, 0.25], [0.0, 0.5, 0.5]], dtype=torch.float64)
+    for _ in range(20):
+        n, y = llm._verify_block(p, q, torch.tensor([0, 0]), g)
+        assert int(n) == 0 and int(y) != 0
+    # k = 0: plain sampling from p[0]
+    n, y = llm._verify_block(same, same[:0], torch.zeros(0, dtype=torch.long), g)
+    assert int(n) == 0
+
+
+@pytest.mark.parametrize("path", FAST_PATHS)
+def test_device_paths_with_block_rule_read_the_device_once_per_iteration(pair, path):
+    # Same count as for the token-wise rule: _verify_block makes no host reads either.
+    target, draft = pair
+    with _HostReads() as fast:
+        r = llm.speculative_generate(target, draft, _ids(PROMPTS[0]), path=path, k=3,
+                                     temperature=1.0, max_new_tokens=20, verify="block",
+                                     generator=torch.Generator().manual_seed(0))
+    assert fast.n <= len(r.accepted) + 1 + 4

@@ -1,0 +1,212 @@
+"""Cost of verifying B sequences in one target pass, measured on the CPU (chapter 11).
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/batch_cost.py            # CPU, 10-30 min on a busy 2-core box
+    .venv/bin/python benchmarks/batch_cost.py --quick    # smoke test
+
+Writes ``book/results/batch_cpu.json`` (override with ``--out``). For each batch size
+B = 1 … 4 it keeps a KV cache of B rows of ``--context`` tokens, then times one cached
+forward pass of the target over B × m new tokens (m = k + 1, by default 1, 2, 3, 5, 9: the
+verification pass of k drafted tokens per row) and one draft step over B × 1 tokens, cropping
+the caches back after every pass. The configurations are timed in a fresh random order
+in every repeat (interleaved, so drift on the shared machine hits all of them alike);
+the file keeps every time, the medians and a 95 % bootstrap interval for each median.
+Derived: V_B(k) = t(B, k+1) / t(B, 1) (verification cost in steps of the same batch) and
+c_B = t_target(B, 1) / t_draft(B, 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CODE = '''import heapq
+
+
+def dijkstra(graph, source):
+    """Shortest distances from source in a graph given as {node: [(neighbour, weight)]}."""
+    dist = {source: 0}
+    queue = [(0, source)]
+    while queue:
+        d, node = heapq.heappop(queue)
+        if d > dist.get(node, float("inf")):
+            continue
+        for neighbour, weight in graph.get(node, []):
+            nd = d + weight
+            if nd < dist.get(neighbour, float("inf")):
+                dist[neighbour] = nd
+                heapq.heappush(queue, (nd, neighbour))
+    return dist
+
+
+class LRUCache:
+    """A least-recently-used cache with a fixed capacity."""
+
+    def __init__(self, capacity):
+        self.capacity = capacity
+        self.data = {}
+'''
+
+
+def _new_cache(model):
+    from transformers import DynamicCache
+    return DynamicCache(config=model.config)
+
+
+def _crop(cache, n_keep: int) -> None:
+    extra = cache.get_seq_length() - n_keep
+    if extra > 0:
+        cache.crop(-extra)
+
+
+def bootstrap_median_ci(x, level: float = 0.95, n_boot: int = 2000, seed: int = 0):
+    """Percentile bootstrap interval for the median of ``x``."""
+    x = np.asarray(x, dtype=float)
+    rng = np.random.default_rng(seed)
+    meds = np.median(x[rng.integers(0, x.size, (n_boot, x.size))], axis=1)
+    lo, hi = np.quantile(meds, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def provenance(device, dtype, args) -> dict:
+    name = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import transformers
+
+    return {
+        "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "device": str(device), "device_name": name, "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(), "dtype": str(dtype).replace("torch.", ""),
+        "torch": torch.__version__, "transformers": transformers.__version__,
+        "python": platform.python_version(), "platform": platform.platform(),
+        "target": "Qwen2.5-Coder-1.5B-Instruct", "draft": "Qwen2.5-Coder-0.5B-Instruct",
+        "loadavg_start": list(os.getloadavg()), "settings": vars(args),
+        "note": "CPU, one torch thread, on a 2-core machine shared with other jobs: "
+                "absolute times drift; configurations interleaved in random order per repeat.",
+    }
+
+
+@torch.inference_mode()
+def measure(target, draft, ids: torch.Tensor, batches, ms, repeats: int, seed: int = 0,
+            log=print) -> dict:
+    """Times of cached forward passes: target over (B, m) tokens, draft over (B, 1).
+
+    ``ids``: (1, context + max(ms)) token ids; every row of a batch uses them (the time of a
+    dense forward pass does not depend on which ids it reads).
+    """
+    m_max = max(ms)
+    ctx = ids.shape[1] - m_max
+    caches = {}
+    for B in batches:
+        for role, model in (("target", target), ("draft", draft)):
+            c = _new_cache(model)
+            model(input_ids=ids[:, :ctx].expand(B, ctx), cache=c, use_cache=True,
+                  logits_to_keep=1)
+            caches[role, B] = c
+    configs = [("target", B, m) for B in batches for m in ms]
+    configs += [("draft", B, 1) for B in batches]
+    times = {cfg: [] for cfg in configs}
+    rng = np.random.default_rng(seed)
+    # one untimed warm-up pass per configuration
+    for rep in range(repeats + 1):
+        for i in rng.permutation(len(configs)):
+            role, B, m = configs[i]
+            model = target if role == "target" else draft
+            cache = caches[role, B]
+            x = ids[:, ctx:ctx + m].expand(B, m)
+            t0 = time.perf_counter()
+            model(input_ids=x, cache=cache, use_cache=True, logits_to_keep=m)
+            dt_ = time.perf_counter() - t0
+            _crop(cache, ctx)
+            if rep > 0:
+                times[role, B, m].append(dt_)
+        if rep > 0:
+            log(f"repeat {rep}/{repeats} done")
+    out = []
+    for (role, B, m), ts in times.items():
+        lo, hi = bootstrap_median_ci(ts)
+        out.append({"role": role, "B": B, "m": m, "times_s": ts,
+                    "median_s": statistics.median(ts), "ci95_s": [lo, hi]})
+    return {"context": int(ctx), "records": out}
+
+
+def derived(meas: dict) -> dict:
+    """V_B(k) = t(B, k+1)/t(B, 1), per-row cost t(B, 1)/(B t(1, 1)) and c_B."""
+    med = {(r["role"], r["B"], r["m"]): r["median_s"] for r in meas["records"]}
+    Bs = sorted({B for (_, B, _) in med})
+    ms = sorted({m for (role, _, m) in med if role == "target"})
+    t11 = med["target", 1, 1]
+    return {
+        "B": Bs, "m": ms,
+        "verify_cost": {str(B): [med["target", B, m] / med["target", B, 1] for m in ms]
+                        for B in Bs},
+        "step_vs_B1": {str(B): med["target", B, 1] / t11 for B in Bs},
+        "tokens_vs_single_step": {str(B): [med["target", B, m] / t11 for m in ms]
+                                  for B in Bs},
+        "c": {str(B): med["target", B, 1] / med["draft", B, 1] for B in Bs},
+    }
+
+
+def main(argv=None, models=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--context", type=int, default=128, help="cached tokens per row")
+    ap.add_argument("--batches", type=int, nargs="+", default=[1, 2, 3, 4])
+    ap.add_argument("--ms", type=int, nargs="+", default=[1, 2, 3, 5, 9],
+                    help="tokens per row in the verification pass (k + 1)")
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--quick", action="store_true", help="tiny sizes, to test the script")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.context, args.batches, args.ms, args.repeats = 8, [1, 2], [1, 3], 2
+    torch.set_num_threads(args.threads)
+    t0 = time.perf_counter()
+    if models is None:
+        from specmath import llm
+
+        target, draft, tok = llm.load_pair(llm.OFFLINE_PAIR, "cpu", None)
+        ids = tok(CODE, return_tensors="pt").input_ids
+    else:
+        target, draft, tok = models
+        g = torch.Generator().manual_seed(args.seed)
+        ids = torch.randint(0, target.config.vocab_size, (1, 4096), generator=g)
+    need = args.context + max(args.ms)
+    if ids.shape[1] < need:
+        ids = ids.repeat(1, need // ids.shape[1] + 1)
+    ids = ids[:, :need]
+    dtype = next(target.parameters()).dtype
+    R = {"provenance": provenance(torch.device("cpu"), dtype, args),
+         "load_s": time.perf_counter() - t0, "quick": bool(args.quick)}
+    R["measurements"] = measure(target, draft, ids, args.batches, args.ms, args.repeats,
+                                args.seed)
+    R["derived"] = derived(R["measurements"])
+    R["provenance"]["loadavg_end"] = list(os.getloadavg())
+    R["provenance"]["elapsed_s"] = time.perf_counter() - t0
+    out = Path(args.out) if args.out else ROOT / "book" / "results" / "batch_cpu.json"
+    out.write_text(json.dumps(R, indent=1))
+    print(f"wrote {out}")
+    return R
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""Exercise answers and example data for chapter 11 (computed, never typed)."""
+
+import numpy as np
+
+from . import register
+
+#: The chapter's workload for the two averages of speedup: code (long, well drafted)
+#: and chat (short, poorly drafted) requests, alternating.
+WORKLOAD = {"alphas": [0.9, 0.5] * 10, "lengths": [400, 100] * 10}
+
+#: The goodput simulation: batch sizes the load visits, acceptances of three request kinds.
+GOODPUT = {"seed": 7, "steps": 400, "batch_sizes": [1, 4, 16, 64, 128, 256, 512],
+           "alphas": [0.5, 0.75, 0.9]}
+
+EX1 = {"alpha": 0.7, "k": 4}
+EX2 = {"alpha": 0.9, "k": 4}
+EX3 = {"alphas": [0.95, 0.95, 0.6, 0.6, 0.6], "lengths": [50, 50, 500, 500, 500],
+       "k": 4, "c": 8.0}
+EX4 = {"alpha": 0.85, "c": 12.0}
+
+
+def _ex1():
+    from ..serving import tokens_per_iteration_variance
+    return tokens_per_iteration_variance(EX1["alpha"], EX1["k"])
+
+
+def _ex2():
+    from .. import costmodel as cm
+    from ..batching import ModelShape, break_even_batch
+    from .ch1 import DATA
+    tgt = ModelShape(DATA["target_params"], DATA["layers"], DATA["q_heads"],
+                     DATA["kv_heads"], DATA["head_dim"])
+    drf = ModelShape(DATA["draft_params"], 32, 32, 8, 128)
+    return break_even_batch(EX2["alpha"], EX2["k"], tgt, drf, cm.A100_SXM)
+
+
+def _ex3():
+    from ..serving import workload_speedups
+    w = workload_speedups(EX3["alphas"], EX3["lengths"], EX3["k"], EX3["c"])
+    return np.array([w["ratio_of_means"], w["mean_of_ratios"]])
+
+
+def _ex4():
+    from ..adaptive import oracle_speedup
+    from ..speedup import optimal_k, speedup
+    s = oracle_speedup(EX4["alpha"], EX4["c"])
+    best = speedup(EX4["alpha"], optimal_k(EX4["alpha"], EX4["c"]), EX4["c"])
+    return np.array([s, s / best])
+
+
+register("ch11-ex1", _ex1, hint="E[N²] = Σ_{j=0}^{k} (2j + 1) α^j; subtract E[N]².")
+register("ch11-ex2", _ex2, rtol=0.0, atol=0.0,
+         hint="B* = n*(E[N] − k/c)/(k + 1) with n* = F b/(2W) and c = 70/7; the answer is "
+              "the first integer above B*.")
+register("ch11-ex3", _ex3, hint="Σ n_i / Σ (n_i / S_i), then the plain mean of the S_i.")
+register("ch11-ex4", _ex4, hint="1/(1 − α + α/c); the best fixed k maximises "
+         "(1 − α^(k+1)) / ((1 − α)(1 + k/c)).")

@@ -1,0 +1,138 @@
+"""Chapter 11: its exercise checkers, figures, explorer, published GPU data and the CPU
+batch benchmark (``benchmarks/batch_cost.py``, run in --quick mode on tiny in-process
+models) and the committed result file the chapter reads."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from specmath import batching as bt  # noqa: E402
+from specmath import costmodel as cm  # noqa: E402
+from specmath import published  # noqa: E402
+from specmath.exercises import (  # noqa: E402
+    ch11,  # noqa: E402
+    check,
+    exercise_keys,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+TGT = bt.ModelShape(70e9, 80, 64, 8, 128)
+DRF = bt.ModelShape(7e9, 32, 32, 8, 128)
+
+
+def test_chapter_11_exercises_are_registered_and_reject_wrong_answers():
+    keys = [k for k in exercise_keys() if k.startswith("ch11-")]
+    assert keys == ["ch11-ex1", "ch11-ex2", "ch11-ex3", "ch11-ex4"]
+    from specmath.exercises import _REGISTRY
+    for key in keys:
+        truth = np.asarray(_REGISTRY[key].compute(), float)
+        assert check(key, truth, quiet=True)
+        assert not check(key, truth * 1.05 + 1, quiet=True)
+
+
+def test_exercise_answers_agree_with_independent_formulas():
+    a, k = ch11.EX1["alpha"], ch11.EX1["k"]
+    pm = [a ** (j - 1) * (1 - a) for j in range(1, k + 1)] + [a ** k]
+    n = np.arange(1, k + 2)
+    assert check("ch11-ex1", np.dot(pm, n ** 2) - np.dot(pm, n) ** 2, quiet=True)
+    ns = cm.ridge_point(cm.A100_SXM)
+    a, k = ch11.EX2["alpha"], ch11.EX2["k"]
+    en = (1 - a ** (k + 1)) / (1 - a)
+    assert check("ch11-ex2", np.floor(ns * (en - k / 10) / (k + 1)) + 1, quiet=True)
+    a, c = ch11.EX4["alpha"], ch11.EX4["c"]
+    ks = np.arange(200)
+    best = ((1 - a ** (ks + 1)) / (1 - a) / (1 + ks / c)).max()
+    assert check("ch11-ex4", [1 / (1 - a + a / c), 1 / (1 - a + a / c) / best], quiet=True)
+
+
+def test_gpu_datasheet_file_matches_the_cost_model_hardware():
+    names = {"A100": "A100 SXM 80GB", "H100": "H100 SXM", "H200": "H200 SXM"}
+    for hw in cm.ILLUSTRATIVE_GPUS:
+        g = names[hw.name.split()[0]]
+        bw = published.load("gpus", gpu=g, quantity="memory_bandwidth")
+        fl = published.load("gpus", gpu=g, quantity="peak_bf16_dense")
+        assert len(bw) == len(fl) == 1
+        assert bw[0]["value"] == hw.bandwidth and fl[0]["value"] == hw.peak_flops
+        assert bw[0]["cite"].startswith("nvidia")
+
+
+def test_chapter_11_figures_and_explorer_draw():
+    from specmath.plots.serving import plot_adaptive, plot_batch_speedup, plot_latency_distribution
+    from specmath.widgets.serving import batch_explorer, batch_figure
+    figs = [plot_latency_distribution(0.8, 5, 10.0, 100, samples=np.array([30.0, 31.5])),
+            plot_batch_speedup(0.8, TGT, DRF, Bs=np.array([1, 8, 64])),
+            plot_adaptive(["a", "b"], [1.1, 1.2], [[1.0, 1.2], [1.1, 1.3]]),
+            batch_figure(0.8, 3, 4096, "H200", TGT, DRF)]
+    assert all(len(f.axes) >= 1 for f in figs)
+    plt.close("all")
+    pytest.importorskip("ipywidgets")
+    batch_explorer(TGT, DRF, show_controls=False)
+    plt.close("all")
+
+
+def _batch_cost():
+    spec = importlib.util.spec_from_file_location("batch_cost",
+                                                  ROOT / "benchmarks" / "batch_cost.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_batch_cost_quick_on_tiny_models_writes_medians_intervals_and_derived(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+
+    def tiny(seed):
+        torch.manual_seed(seed)
+        cfg = transformers.Qwen2Config(
+            vocab_size=16, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+            tie_word_embeddings=False)
+        return transformers.Qwen2ForCausalLM(cfg).eval()
+    bc = _batch_cost()
+    out = tmp_path / "b.json"
+    R = bc.main(["--quick", "--out", str(out)], models=(tiny(0), tiny(1), None))
+    S = json.loads(out.read_text())
+    assert S["quick"] and S["provenance"]["settings"]["repeats"] == 2
+    recs = S["measurements"]["records"]
+    assert {(r["role"], r["B"], r["m"]) for r in recs} == {
+        ("target", 1, 1), ("target", 1, 3), ("target", 2, 1), ("target", 2, 3),
+        ("draft", 1, 1), ("draft", 2, 1)}
+    for r in recs:
+        assert len(r["times_s"]) == 2 and r["ci95_s"][0] <= r["median_s"] <= r["ci95_s"][1]
+    d = R["derived"]
+    assert d["verify_cost"]["1"][0] == 1.0 and d["step_vs_B1"]["1"] == 1.0
+
+
+def test_bootstrap_median_interval_contains_median_and_shrinks_with_data():
+    bc = _batch_cost()
+    rng = np.random.default_rng(0)
+    x = rng.lognormal(0, 0.3, 9)
+    lo, hi = bc.bootstrap_median_ci(x)
+    assert lo <= np.median(x) <= hi
+    lo2, hi2 = bc.bootstrap_median_ci(rng.lognormal(0, 0.3, 400))
+    assert hi2 - lo2 < hi - lo
+
+
+def test_committed_batch_result_has_provenance_and_every_configuration():
+    path = ROOT / "book" / "results" / "batch_cpu.json"
+    R = json.loads(path.read_text())
+    prov = R["provenance"]
+    for field in ("date_utc", "device_name", "torch", "transformers", "dtype",
+                  "torch_threads", "loadavg_start", "note"):
+        assert field in prov
+    assert not R["quick"] and prov["device"] == "cpu"
+    d = R["derived"]
+    assert d["B"] == [1, 2, 3, 4] and 5 in d["m"]
+    reps = prov["settings"]["repeats"]
+    assert all(len(r["times_s"]) == reps for r in R["measurements"]["records"])

@@ -13,7 +13,8 @@ import numpy as np
 
 from ._validate import as_int
 
-__all__ = ["chi2_sf", "chi2_isf", "GofResult", "g_test", "chi2_test"]
+__all__ = ["chi2_sf", "chi2_isf", "GofResult", "g_test", "chi2_test", "median_ci",
+           "TrendResult", "stratified_trend_test"]
 
 
 def _gammainc_reg(a: float, x: float) -> tuple[float, float]:
@@ -164,3 +165,112 @@ def g_test(observed, expected_probs) -> GofResult:
 def chi2_test(observed, expected_probs) -> GofResult:
     """Pearson's chi-square test; same conventions as :func:`g_test`."""
     return _gof(observed, expected_probs, _row_pearson)
+
+
+def median_ci(x, level: float = 0.95) -> tuple[float, float, float]:
+    """Distribution-free confidence interval for a median from order statistics (ch. 7).
+
+    For n independent draws, [x₍ⱼ₎, x₍ₙ₋ⱼ₊₁₎] covers the median with probability
+    1 − 2 P(Binomial(n, ½) ≤ j − 1); j is the largest index whose coverage is ≥ ``level``
+    (j = 1, the range, when n is too small to reach it: the returned coverage says so).
+
+    Returns
+    -------
+    (lo, hi, coverage)
+    """
+    a = np.sort(np.asarray(x, dtype=float).ravel())
+    if a.size == 0 or not np.isfinite(a).all():
+        raise ValueError("x must be a non-empty array of finite numbers")
+    try:
+        level = float(level)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"level must be in (0, 1); got {level!r}") from err
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1); got {level}")
+    n = a.size
+
+    def coverage(j: int) -> float:
+        tail = sum(math.comb(n, i) for i in range(j)) / 2.0 ** n
+        return 1.0 - 2.0 * tail
+
+    j = 1
+    while j + 1 <= (n + 1) // 2 and coverage(j + 1) >= level:
+        j += 1
+    return float(a[j - 1]), float(a[n - j]), coverage(j)
+
+
+@dataclass
+class TrendResult:
+    """Stratified score test for a trend of a success rate with a score (chapter 7).
+
+    ``statistic`` is the standardised score z (≈ N(0, 1) under no trend), ``pvalue`` its
+    two-sided p-value, ``slope`` the one-step estimate U/I of the change in log-odds per
+    unit of score (common to all strata) and ``se`` = 1/√I its standard error.
+    """
+
+    statistic: float
+    pvalue: float
+    slope: float
+    se: float
+    information: float
+
+    def slope_ci(self, level: float = 0.95) -> tuple[float, float]:
+        """Wald interval slope ± z·se for the log-odds slope."""
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1); got {level}")
+        z = math.sqrt(chi2_isf(1.0 - level, 1))
+        return self.slope - z * self.se, self.slope + z * self.se
+
+    def power(self, slope: float, level: float = 0.05) -> float:
+        """Approximate power of this two-sided test against a true log-odds ``slope``
+        with the same information: Φ(|slope|√I − z) + Φ(−|slope|√I − z)."""
+        if not 0 < level < 1:
+            raise ValueError(f"level must be in (0, 1); got {level}")
+        z = math.sqrt(chi2_isf(level, 1))
+        d = abs(float(slope)) * math.sqrt(self.information)
+        return 0.5 * math.erfc((z - d) / math.sqrt(2)) + 0.5 * math.erfc((z + d) / math.sqrt(2))
+
+
+def stratified_trend_test(successes, trials, scores=None) -> TrendResult:
+    """Mantel's stratified test for trend (the Cochran–Mantel–Haenszel score test, ch. 7).
+
+    ``successes`` and ``trials`` have shape (strata, levels): in stratum s, ``trials[s, i]``
+    Bernoulli trials at level i (score ``scores[i]``, default 0, 1, 2, …), of which
+    ``successes[s, i]`` succeeded. Null hypothesis: within each stratum the success
+    probability is the same at every level (it may differ between strata). Conditioning on
+    each stratum's totals, T_s = Σᵢ xᵢ a_si is a sum of A_s draws without replacement from
+    the stratum's N_s scores, so E T_s = A_s x̄_s and
+    Var T_s = A_s (N_s − A_s)/(N_s − 1) · Σᵢ n_si (xᵢ − x̄_s)²/N_s; the statistic is
+    z = Σ_s (T_s − E T_s) / √(Σ_s Var T_s). For one stratum z² = (N − 1) r², r the
+    correlation of score and outcome over the N trials. Strata with one trial, or with all
+    successes or none, carry no information and drop out.
+    """
+    a = np.asarray(successes, dtype=float)
+    n = np.asarray(trials, dtype=float)
+    if a.ndim == 1:
+        a = a[None]
+    if n.ndim == 1:
+        n = n[None]
+    if a.shape != n.shape or a.ndim != 2:
+        raise ValueError(f"successes and trials must have the same shape (strata, levels); "
+                         f"got {np.shape(successes)} and {np.shape(trials)}")
+    if not (np.isfinite(a).all() and np.isfinite(n).all()) or (a < 0).any() or (a > n).any():
+        raise ValueError("successes must be counts with 0 ≤ successes ≤ trials")
+    if (a != np.round(a)).any() or (n != np.round(n)).any():
+        raise ValueError("successes and trials must be integer counts")
+    x = np.arange(a.shape[1], dtype=float) if scores is None else np.asarray(scores, float)
+    if x.shape != (a.shape[1],) or not np.isfinite(x).all():
+        raise ValueError(f"scores must be {a.shape[1]} finite numbers, one per level")
+    U = I = 0.0
+    for a_s, n_s in zip(a, n, strict=True):
+        N, A = n_s.sum(), a_s.sum()
+        if N < 2 or A == 0 or A == N:
+            continue
+        xbar = (n_s * x).sum() / N
+        U += (x * a_s).sum() - A * xbar
+        I += A * (N - A) / (N - 1) * (n_s * (x - xbar) ** 2).sum() / N
+    if I <= 0:
+        raise ValueError("successes and trials carry no information on a trend (every "
+                         "stratum has one level, or all successes or none)")
+    z = U / math.sqrt(I)
+    return TrendResult(z, chi2_sf(z * z, 1), U / I, 1.0 / math.sqrt(I), I)

@@ -1,18 +1,16 @@
 """Exercise answers for chapter 7 (computed, never typed).
 
-Every answer is computed from the recorded CPU benchmark (``book/results/realmodel_cpu.json``,
-the same file the chapter reads) and the specmath core.
+Every answer is computed from the files the chapter reads — the recorded CPU benchmark
+(``book/results/realmodel_cpu.json``) and the traces (``book/results/traces_cpu.json``) —
+with the specmath core.
 """
 
 from __future__ import annotations
 
-from ..speedup import (
-    alpha_from_acceptance_rate,
-    expected_tokens,
-    optimal_k,
-    speedup,
-    speedup_with_verification_cost,
-)
+import numpy as np
+
+from ..speedup import alpha_from_acceptance_rate, expected_tokens
+from ..traces import greedy_iterations, load_traces, select, tokens_per_iteration_greedy
 from . import register
 
 
@@ -25,42 +23,72 @@ def _R() -> dict:
     return R
 
 
-def _alpha_code_greedy() -> float:
-    return _R()["sweep"]["alpha"]
+def _costs() -> tuple[float, np.ndarray]:
+    """c and V(k), k = 0 … k_max, as the chapter computes them: medians over the cost
+    blocks of the per-block ratios."""
+    C = _R()["costs"]
+    sizes = sorted(int(m) for m in C["target"])
+    tT = {m: np.array(C["target"][str(m)]) for m in sizes}
+    c = float(np.median(tT[1] / np.array(C["draft"]["1"])))
+    V = np.array([np.median(tT[m] / tT[1]) for m in sizes])
+    return c, V
 
 
-def _costs() -> dict:
-    """The costs the chapter's sweep predictions use: measured inside the sweep's runs."""
-    R = _R()
-    return R.get("costs_in_run", R["costs"])
+def _greedy(**kw) -> list[dict]:
+    return select(load_traces(), text_temperature=0, **kw)
 
 
-def _c() -> float:
-    return _costs()["c"]
+EX1_L, EX1_K = 24, 3
 
 
-def _V(k: int) -> float:
-    return _costs()["V"][str(k)]
+def _ex1() -> int:
+    ag = next(r for r in _greedy() if r["id"] == "chat-1")["agree"][:EX1_L]
+    return len(greedy_iterations(ag, EX1_K)[0])
 
 
-# ch7-ex1: chapter 5's prediction at k = 2 from the measured α (code, greedy) and c
-register("ch7-ex1", lambda: speedup(_alpha_code_greedy(), 2, _c()), rtol=1e-3,
-         hint="S = E[N] / (1 + k/c) with E[N] = (1 − α^(k+1)) / (1 − α).")
+def _ex2() -> np.ndarray:
+    A = _R()["alpha"]
+    n = np.array([r["positions"]["iterations"] for r in A["runs"].values()], dtype=float)
+    a = np.array([r["alpha_sum_min_reached"] for r in A["runs"].values()])
+    return np.array([(n * a ** (i + 1)).sum() / (n * a ** i).sum() for i in range(A["k"])])
 
-# ch7-ex2: the refined prediction at k = 2 with the measured V(2)
-register("ch7-ex2", lambda: speedup_with_verification_cost(
-    _alpha_code_greedy(), 2, _c(), _V(2)), rtol=1e-3,
-    hint="replace the 1 in the denominator by V(2).")
 
-# ch7-ex3: α from the accepted ÷ drafted rate of the chat run at T = 1
-register("ch7-ex3", lambda: alpha_from_acceptance_rate(
-    _R()["alpha"]["runs"]["chat@1.0"]["acceptance_rate"], _R()["alpha"]["k"]), rtol=1e-3,
-    hint="invert rate = α(1 − α^k) / (k(1 − α)); specmath.alpha_from_acceptance_rate does it.")
+def _ex3() -> float:
+    A = _R()["alpha"]
+    return float(alpha_from_acceptance_rate(A["runs"]["chat@1.0"]["acceptance_rate"],
+                                            A["k"]))
+
+
+def _ex4() -> float:
+    c, _ = _costs()
+    a = float(np.mean([np.mean(r["agree"]) for r in _greedy(task="code")]))
+    return float(expected_tokens(a, 4) - 4 / c)
+
+
+def _ex5() -> int:
+    c, V = _costs()
+    test = _greedy(split="test")
+    ks = np.arange(1, V.size)
+    Nbar = np.array([np.concatenate([tokens_per_iteration_greedy(r["agree"], k)
+                                     for r in test]).mean() for k in ks])
+    return int(ks[np.argmax(Nbar / (ks / c + V[1:]))])
+
+
+# ch7-ex1: target passes of greedy decoding with k = 3 along chat-1's first 24 agreements
+register("ch7-ex1", _ex1, rtol=0, atol=0.5,
+         hint="one target pass per iteration; an iteration emits the accepted drafts + 1.")
+
+# ch7-ex2: the pooled acceptance by position that survivorship alone predicts
+register("ch7-ex2", _ex2, rtol=1e-3,
+         hint="position i is reached n_r α_r^i times in run r and accepted n_r α_r^(i+1).")
+
+# ch7-ex3: α from the accepted ÷ drafted rate of the chat run at T = 1 (Newton by hand)
+register("ch7-ex3", _ex3, rtol=1e-3,
+         hint="r(α) = (α + α² + … + α^k)/k; Newton from α = 1 converges monotonically.")
 
 # ch7-ex4: the largest verification cost V at which k = 4 still breaks even (S = 1)
-register("ch7-ex4", lambda: expected_tokens(_alpha_code_greedy(), 4) - 4 / _c(), rtol=1e-3,
-         hint="solve E[N] / (k/c + V) = 1 for V.")
+register("ch7-ex4", _ex4, rtol=1e-3, hint="solve E[N] / (k/c + V) = 1 for V.")
 
-# ch7-ex5: the best k if verification were free of extra cost (V = 1), at the measured α, c
-register("ch7-ex5", lambda: optimal_k(_alpha_code_greedy(), _c()), rtol=0, atol=0.5,
-         hint="that is chapter 5's optimal_k.")
+# ch7-ex5: the best k on the test split's greedy texts with measured c and V(k)
+register("ch7-ex5", _ex5, rtol=0, atol=0.5,
+         hint="pool the full iterations of all test texts at each k; divide by k/c + V(k).")

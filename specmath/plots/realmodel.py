@@ -18,8 +18,8 @@ from ..speedup import (
 )
 from .style import LINESTYLES, MARKERS, PALETTE, new_axes
 
-__all__ = ["load_results", "results_path", "plot_alpha_by_task", "plot_alpha_by_position",
-           "plot_N_histogram", "plot_verification_cost", "plot_sweep", "plot_hf"]
+__all__ = ["load_results", "results_path", "plot_alpha_same_contexts", "plot_alpha_by_position",
+           "plot_N_histogram", "plot_verification_cost", "plot_sweep", "plot_hf", "mixture_pmf"]
 
 _RAW = "https://raw.githubusercontent.com/specmath/specmath/main/book/results/"
 TEMPS = [0.0, 0.3, 0.7, 1.0]
@@ -51,37 +51,43 @@ def _alpha(R, task, T, key):
     return R["alpha"]["runs"][f"{task}@{T}"][key]
 
 
-def plot_alpha_by_task(R: dict):
-    """α by task and temperature, both estimates: Σ min(p, q) and from accepted ÷ drafted."""
+def plot_alpha_same_contexts(temps, by_task: dict):
+    """α against temperature on the same contexts (the traces): for each task, the mean
+    over positions of Σ min(p^T, q^T) (T = 0: argmax agreement), on the target's greedy
+    texts (solid) and on its T = 1 texts (dashed). ``by_task[task] = (greedy, sampled)``,
+    two sequences of α, one per temperature."""
     fig, ax = new_axes(width=6.4, height=3.6)
-    colours = [PALETTE["target"], PALETTE["draft"], PALETTE["overlap"]]
-    for i, task in enumerate(TASKS):
-        a1 = [_alpha(R, task, T, "alpha_sum_min") for T in TEMPS]
-        a2 = [_alpha(R, task, T, "alpha_from_rate") for T in TEMPS]
-        ax.plot(TEMPS, a1, color=colours[i], ls=LINESTYLES[0], marker=MARKERS[i],
-                label=f"{task}: Σ min(p, q)")
-        ax.plot(TEMPS, a2, color=colours[i], ls=LINESTYLES[1], marker=MARKERS[i], mfc="none",
-                label=f"{task}: from accepted ÷ drafted")
-    ax.set_xlabel("temperature T")
-    ax.set_ylabel("α")
-    ax.set_xticks(TEMPS)
+    colours = [PALETTE["target"], PALETTE["draft"], PALETTE["overlap"], PALETTE["residual"]]
+    for i, (task, (g, s)) in enumerate(by_task.items()):
+        col = colours[i % len(colours)]
+        ax.plot(temps, g, color=col, ls=LINESTYLES[0], marker=MARKERS[i],
+                label=f"{task}: greedy texts")
+        ax.plot(temps, s, color=col, ls=LINESTYLES[1], marker=MARKERS[i], mfc="none",
+                label=f"{task}: T = 1 texts")
+    ax.set_xlabel("temperature T of both models")
+    ax.set_ylabel("mean α over positions")
+    ax.set_xticks(temps)
     ax.legend(fontsize=7, ncol=2, loc="lower left")
     return fig
 
 
-def plot_alpha_by_position(R: dict):
-    """P(accept at draft position i | position i reached), pooled, with Σ min(p, q)."""
-    pos = R["alpha"]["positions_all"]
-    k = len(pos["reached"])
-    i = np.arange(1, k + 1)
-    rate = np.array([np.nan if v is None else v for v in pos["accept_given_reached"]])
-    reached = np.array(pos["reached"], dtype=float)
+def plot_alpha_by_position(rate, reached, survivorship=None, summin_reached=None):
+    """Pooled P(accept at draft position i | reached i) with ± 2 s.e. bars, next to what
+    survivorship alone predicts from each run's own α, and the mean Σ min(p, q) over the
+    reached positions."""
+    rate = np.asarray(rate, dtype=float)
+    reached = np.asarray(reached, dtype=float)
+    i = np.arange(1, rate.size + 1)
     se = np.sqrt(np.clip(rate * (1 - rate), 0, None) / np.maximum(reached, 1))
     fig, ax = new_axes(width=5.6, height=3.4)
     ax.errorbar(i, rate, yerr=2 * se, color=PALETTE["target"], marker=MARKERS[0], capsize=3,
-                label="accepted ÷ reached (± 2 s.e.)")
-    ax.plot(i, pos["sum_min_by_position"], color=PALETTE["draft"], ls="--", marker=MARKERS[1],
-            label="mean Σ min(p, q)")
+                label="accepted ÷ reached, pooled (± 2 s.e.)")
+    if survivorship is not None:
+        ax.plot(i, survivorship, color=PALETTE["residual"], ls=":", marker=MARKERS[2],
+                label="survivorship alone (each run's α)")
+    if summin_reached is not None:
+        ax.plot(i, summin_reached, color=PALETTE["draft"], ls="--", marker=MARKERS[1],
+                label="mean Σ min(p, q), reached positions")
     ax.set_xticks(i)
     ax.set_xlabel("draft position i")
     ax.set_ylabel("acceptance")
@@ -108,42 +114,52 @@ def plot_N_histogram(counts, pmf_iid, pmf_mixture=None):
     return fig
 
 
-def plot_verification_cost(R: dict):
-    """V(k): the time of one target pass scoring k+1 tokens, in one-token steps: from the
-    microbenchmark and, when recorded, from the passes inside the k sweep."""
-    V = R["costs"]["V"]
-    k = np.array([int(x) for x in V])
-    v = np.array([V[str(x)] for x in k])
+def plot_verification_cost(k, v, lo, hi, v_wall=None, v_matmul=None):
+    """V(k), one target pass scoring k + 1 tokens in one-token passes: CPU-time medians
+    with their order-statistic intervals, the wall-clock medians, and a bare matrix
+    product with k + 1 rows, between the one-step assumption and k + 1 separate passes."""
+    k = np.asarray(k)
+    v = np.asarray(v, dtype=float)
     fig, ax = new_axes(width=5.6, height=3.4)
-    ax.plot(k, v, color=PALETTE["target"], marker=MARKERS[0], label="V(k), microbenchmark")
-    if "costs_in_run" in R:
-        v2 = np.array([R["costs_in_run"]["V"][str(x)] for x in k])
-        ax.plot(k, v2, color=PALETTE["draft"], marker=MARKERS[1], ls="-.",
-                label="V(k), inside the k sweep")
-    ax.plot(k, np.ones_like(v), color=PALETTE["grey"], ls="--", label="one-step assumption")
-    ax.plot(k, k + 1.0, color=PALETTE["residual"], ls=":", label="k + 1 separate steps")
+    ax.errorbar(k, v, yerr=[v - np.asarray(lo), np.asarray(hi) - v], color=PALETTE["target"],
+                marker=MARKERS[0], capsize=3, label="V(k), CPU time (interval)")
+    if v_wall is not None:
+        ax.plot(k, v_wall, color=PALETTE["grey"], marker=MARKERS[3], ls=LINESTYLES[1],
+                label="V(k), wall clock")
+    if v_matmul is not None:
+        ax.plot(k, v_matmul, color=PALETTE["draft"], marker=MARKERS[1], ls="-.",
+                label="one matrix product, k + 1 rows")
+    ax.plot(k, np.ones(k.size), color=PALETTE["grey"], ls="--", label="one-step assumption")
+    ax.plot(k, k + 1.0, color=PALETTE["residual"], ls=":", label="k + 1 separate passes")
     ax.set_xlabel("draft length k (the pass scores k + 1 tokens)")
     ax.set_ylabel("V(k), in target steps")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     return fig
 
 
-def plot_sweep(R: dict):
-    """Measured speedup over k against both cost models."""
-    S = R["sweep"]
-    k = np.array(S["k"])
+def plot_sweep(k, pred, pred_lo, pred_hi, one_step, measured=None, measured_pred=None):
+    """Speedup against k: the prediction from exact N along each prompt's agreement string
+    and the measured costs (median over prompts with an interval), chapter 5's one-step
+    formula, and the timed runs (points) with their own predictions (crosses)."""
+    k = np.asarray(k)
     fig, ax = new_axes(width=6.0, height=3.6)
-    ax.plot(k, S["speedup_measured"], color=PALETTE["dark"], marker=MARKERS[0],
-            label="measured")
-    ax.plot(k, S["speedup_predicted_one_step"], color=PALETTE["target"], ls="--",
-            marker=MARKERS[1], label="E[N] / (1 + k/c)")
-    ax.plot(k, S["speedup_predicted_measured_V"], color=PALETTE["draft"], ls="-.",
-            marker=MARKERS[2], label="E[N] / (k/c + V(k))")
+    ax.fill_between(k, pred_lo, pred_hi, color=PALETTE["draft"], alpha=0.2, lw=0)
+    ax.plot(k, pred, color=PALETTE["draft"], ls="-.", marker=MARKERS[2],
+            label="exact N, measured V(k), c (median over prompts)")
+    ax.plot(k, one_step, color=PALETTE["target"], ls="--", marker=MARKERS[1],
+            label="E[N] / (1 + k/c)")
+    for j, name in enumerate(measured or {}):
+        kk, s = measured[name]
+        ax.plot(kk, s, color=PALETTE["dark"], marker=MARKERS[j % len(MARKERS)], ls="",
+                label=f"timed, {name}")
+        if measured_pred is not None:
+            ax.plot(kk, measured_pred[name], color=PALETTE["dark"], marker="x", ls="",
+                    alpha=0.6)
     ax.axhline(1.0, color=PALETTE["grey"], lw=1)
     ax.set_xlabel("draft length k")
     ax.set_ylabel("speedup over plain decoding")
     ax.set_xticks(k)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     return fig
 
 
@@ -169,11 +185,12 @@ def plot_hf(R: dict):
 
 
 def mixture_pmf(R: dict) -> np.ndarray:
-    """Σ over runs of (iterations of the run) × truncated geometric at the run's α, normalised."""
+    """Σ over runs of (iterations of the run) × truncated geometric at the run's α
+    (Σ min over reached positions), normalised."""
     k = R["alpha"]["k"]
     tot = np.zeros(k + 1)
     for run in R["alpha"]["runs"].values():
         it = run["positions"]["iterations"]
         if it:
-            tot += it * tokens_per_iteration_pmf(run["alpha_sum_min"], k)
+            tot += it * tokens_per_iteration_pmf(run["alpha_sum_min_reached"], k)
     return tot / tot.sum()

@@ -1,0 +1,166 @@
+"""Chapter 7's statistics: the stratified trend test, order-statistic intervals, the
+survivorship effect of pooling runs, and the recorded benchmark's invariants."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from specmath import stats
+
+ROOT = Path(__file__).resolve().parents[1]
+scipy_stats = pytest.importorskip("scipy.stats")
+
+
+# ---- median_ci ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n", [5, 6, 12, 40])
+def test_median_ci_coverage_is_the_binomial_formula_of_scipy(n):
+    x = np.random.default_rng(n).normal(size=n)
+    lo, hi, cov = stats.median_ci(x, 0.95)
+    s = np.sort(x)
+    j = int(np.flatnonzero(s == lo)[0]) + 1
+    assert hi == s[n - j]
+    assert cov == pytest.approx(1 - 2 * scipy_stats.binom.cdf(j - 1, n, 0.5), abs=1e-12)
+    # j is the largest index that still reaches the level (or 1 when none does)
+    assert cov >= 0.95 or j == 1
+    assert 1 - 2 * scipy_stats.binom.cdf(j, n, 0.5) < 0.95
+
+
+def test_median_ci_covers_the_true_median_at_least_as_often_as_stated():
+    # 4000 samples of n = 12 from an exponential (median ln 2): the interval's coverage is
+    # ≥ 96.1 %; the observed rate must be ≥ 0.95 (its s.e. is 0.003, so 0.95 is ~3.6 s.e.
+    # below the stated coverage: a false alarm of about 1e-4).
+    rng = np.random.default_rng(0)
+    hits = 0
+    for _ in range(4000):
+        lo, hi, cov = stats.median_ci(rng.exponential(size=12))
+        hits += lo <= math.log(2) <= hi
+    assert cov > 0.96 and hits / 4000 >= 0.95
+
+
+# ---- stratified_trend_test -----------------------------------------------------------------
+
+def test_trend_test_with_one_stratum_is_mantels_n_minus_1_r_squared_from_scipy():
+    rng = np.random.default_rng(1)
+    trials = rng.integers(5, 40, size=4)
+    succ = rng.binomial(trials, [0.5, 0.6, 0.7, 0.8])
+    res = stats.stratified_trend_test(succ, trials, scores=[1.0, 2.0, 3.0, 4.0])
+    xs = np.repeat([1.0, 2.0, 3.0, 4.0], trials)
+    ys = np.concatenate([np.r_[np.ones(a), np.zeros(t - a)] for a, t in zip(succ, trials,
+                                                                           strict=True)])
+    r = scipy_stats.pearsonr(xs, ys).statistic
+    assert res.statistic ** 2 == pytest.approx((len(xs) - 1) * r ** 2, rel=1e-10)
+    assert res.pvalue == pytest.approx(2 * scipy_stats.norm.sf(abs(res.statistic)), rel=1e-8)
+
+
+def _survivorship_runs(rng, alphas, iterations, k):
+    """Position reached/accepted counts of i.i.d. runs (no trend within any run)."""
+    acc = np.zeros((len(alphas), k))
+    reached = np.zeros((len(alphas), k))
+    for s, (a, n) in enumerate(zip(alphas, iterations, strict=True)):
+        A = np.minimum(rng.geometric(1 - a, size=n) - 1, k)  # accepted drafts per iteration
+        for i in range(k):
+            reached[s, i] = (A >= i).sum()
+            acc[s, i] = (A > i).sum()
+    return acc, reached
+
+
+def test_pooling_heterogeneous_runs_fakes_a_trend_the_stratified_test_does_not():
+    # α from 0.63 to 0.95 as in the recorded runs, no trend inside any run. Pooled, the
+    # conditional rate rises with position by survivorship (Σ n α^{i+1} / Σ n α^i); the
+    # stratified test keeps its level: over 300 replications at level 0.05 its rejection
+    # rate must stay below 0.09 (binomial s.e. 0.013, ~3 s.e.), while the pooled one-stratum
+    # test rejects far more often (above 0.2).
+    rng = np.random.default_rng(3)
+    alphas = np.linspace(0.63, 0.95, 12)
+    iters = np.full(12, 40)
+    k = 4
+    pred = [float((iters * alphas ** (i + 1)).sum() / (iters * alphas ** i).sum())
+            for i in range(k)]
+    assert all(b > a for a, b in zip(pred, pred[1:], strict=False))
+    rej_strat = rej_pool = 0
+    for _ in range(300):
+        acc, reached = _survivorship_runs(rng, alphas, iters, k)
+        rej_strat += stats.stratified_trend_test(acc, reached).pvalue < 0.05
+        rej_pool += stats.stratified_trend_test(acc.sum(0), reached.sum(0)).pvalue < 0.05
+    assert rej_strat / 300 < 0.09
+    assert rej_pool / 300 > 0.2
+
+
+def test_trend_test_detects_a_real_within_run_trend_and_its_ci_covers_it():
+    # acceptance log-odds rising by 0.4 per position inside every run: detected, and the
+    # 95 % interval for the slope contains 0.4 (one fixed seed; the one-step estimate is
+    # slightly biased toward 0, well inside the interval at this size).
+    rng = np.random.default_rng(5)
+    base = rng.uniform(0.0, 2.0, size=20)
+    β = 0.4
+    trials = np.full((20, 4), 150)
+    p = 1 / (1 + np.exp(-(base[:, None] + β * np.arange(4))))
+    succ = rng.binomial(trials, p)
+    res = stats.stratified_trend_test(succ, trials)
+    lo, hi = res.slope_ci(0.95)
+    assert res.pvalue < 1e-6 and lo < β < hi
+    assert res.power(β) > 0.99 and 0.05 <= res.power(0.0) < 0.051
+
+
+# ---- the recorded benchmark ------------------------------------------------------------------
+
+RESULTS = ROOT / "book" / "results" / "realmodel_cpu.json"
+
+
+@pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded CPU benchmark")
+def test_recorded_costs_lie_between_one_step_and_k_plus_1_steps():
+    R = json.loads(RESULTS.read_text())
+    if "summary" not in R["costs"]:
+        pytest.skip("benchmark recorded with the old layout")
+    V = R["costs"]["summary"]["V"]
+    for k, v in V.items():
+        assert 1.0 - 0.05 <= v <= int(k) + 1 + 0.05, (k, v)
+    assert R["provenance"]["shared_machine"] is True
+
+
+# ---- benchmarks/realmodel.py --quick on tiny in-process models -------------------------------
+
+def test_realmodel_quick_on_tiny_models_records_every_section(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("realmodel",
+                                                  ROOT / "benchmarks" / "realmodel.py")
+    rmod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rmod)
+
+    def tiny(seed):
+        torch.manual_seed(seed)
+        cfg = transformers.Qwen2Config(
+            vocab_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+            initializer_range=0.25, tie_word_embeddings=False)
+        return transformers.Qwen2ForCausalLM(cfg).double().eval()
+
+    threads = torch.get_num_threads()
+    try:
+        ids = {t: torch.tensor([list(range(8)) * 2]) for t in ("code", "chat", "story")}
+        out = tmp_path / "rm.json"
+        R = rmod.main(["--quick", "--skip-hf", "--temperatures", "0,1", "--out", str(out)],
+                      models=(tiny(0), tiny(1), None, ids))
+    finally:
+        torch.set_num_threads(threads)
+    R2 = json.loads(out.read_text())
+    assert R2["quick"] and set(R2["sweep"]["runs"]) == {"code", "chat", "story"}
+    blocks = len(R2["costs"]["target"]["1"])
+    assert blocks == 2 and all(len(v) == blocks for v in R2["costs"]["target"].values())
+    for runs in R2["sweep"]["runs"].values():
+        # every (prompt, k) ran once, and greedy runs of every k wrote the same text
+        assert {int(k) for k in runs} == set(R2["sweep"]["k"])
+        assert len({tuple(r["tokens"]) for r in runs.values()}) == 1
+    for r in R2["alpha"]["runs"].values():
+        reached = sum(min(a + 1, d) for a, d in zip(r["accepted_list"], r["drafted_list"],
+                                                     strict=True))
+        assert len(r["accepted_list"]) == r["iterations"] and reached > 0
+    assert R["provenance"]["clock"].startswith("process CPU time")

@@ -123,3 +123,12 @@ def test_chapter_has_a_captioned_figure_with_alt_text_and_glued_numbers(nb_path)
         f"{nb_path.name}: every captioned figure needs alt text"
     text = "\n".join(c.source for c in nb.cells)
     assert "{glue:text}" in text or "{glue:}" in text or "{glue}" in text
+
+
+@pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
+def test_notebook_code_lines_are_at_most_88_characters(nb_path):
+    """The site clips longer code lines (issue 9), and so do narrow notebook views."""
+    nb = nbformat.read(nb_path, as_version=4)
+    long = [ln for c in nb.cells if c.cell_type == "code"
+            for ln in c.source.splitlines() if len(ln) > 88]
+    assert not long, f"{nb_path.name}: code lines over 88 characters:\n" + "\n".join(long)

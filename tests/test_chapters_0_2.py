@@ -427,19 +427,3 @@ def test_bonus_token_probability_of_exercise_ch2_ex5_matches_simulation(rng):
     truth = float(_REGISTRY["ch2-ex5"].compute())
     sigma = math.sqrt(truth * (1 - truth) / n)
     assert abs(hits / n - truth) < 4.5 * sigma
-
-
-# ---------------------------------------------------------------- notebook code width
-
-@pytest.mark.parametrize("name", ["01_why_fast", "02_acceptance_rule", "03_draft_quality"])
-def test_visible_notebook_code_lines_are_at_most_88_characters(name):
-    """The site clips longer lines (issue 9); the hidden Colab install cell is exempt."""
-    from pathlib import Path
-
-    import nbformat
-
-    nb = nbformat.read(Path(__file__).parents[1] / "book" / f"{name}.ipynb", as_version=4)
-    long = [ln for c in nb.cells if c.cell_type == "code"
-            and "remove-cell" not in c.metadata.get("tags", [])
-            for ln in c.source.splitlines() if len(ln) > 88]
-    assert not long, f"{name}: code lines over 88 characters:\n" + "\n".join(long)

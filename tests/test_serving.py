@@ -113,6 +113,14 @@ def test_inter_token_gaps_fraction_and_cv_and_size_biased_bursts():
     n = np.arange(1, k + 2)
     assert law.sum() == pytest.approx(1.0)
     assert law @ n == pytest.approx(mu + sv.tokens_per_iteration_variance(a, k) / mu)
+    # simulation: the bursts of uniformly picked tokens follow the size-biased law
+    # (G-test at LEVEL), and the plain law of N, the biased variant, is rejected
+    rng = np.random.default_rng(12)
+    N = sm.simulate_tokens_per_iteration(a, k, 100_000, rng)
+    burst = np.repeat(N, N)
+    picked = np.bincount(burst[rng.integers(0, burst.size, 3_000)], minlength=k + 2)[1:]
+    assert sm.stats.g_test(picked, law).pvalue > LEVEL
+    assert sm.stats.g_test(picked, sm.tokens_per_iteration_pmf(a, k)).pvalue < LEVEL
 
 
 def test_ratio_of_means_is_length_weighted_harmonic_mean_and_at_most_mean_of_ratios():
@@ -226,9 +234,19 @@ def test_threshold_rule_is_exact_and_peeking_rule_is_caught():
                       for _ in range(runs)])
         return np.bincount(X[:, 0] * 4 + X[:, 1], minlength=16)
     assert sm.stats.g_test(counts(False, 5000), law).pvalue > LEVEL
-    # power: the peeking law differs from p(x1) by (1-α)p + min(p,q) − p at x1, a G statistic
-    # in the hundreds at 5000 runs (measured ~180), far beyond the 1e-3 critical value ~38
-    assert sm.stats.g_test(counts(True, 5000), law).pvalue < LEVEL
+    # power, computed: the peeking rule's exact law (a drafted position after x emits
+    # min(p, q) + (1 − α_x) p; position t is drafted iff max q(·|x_{t−1}) ≥ h, K ≥ 2)
+    # gives the G statistic's noncentrality at 5000 runs
+    from scipy import stats as sps
+    P, Q = t.transition, d.transition
+    mn = np.minimum(P, Q)
+    L = np.where((Q.max(1) >= 0.55)[:, None], mn + (1 - mn.sum(1))[:, None] * P, P)
+    peek_law = (L[0][:, None] * L).ravel()
+    lam = 2 * 5000 * np.sum(peek_law * np.log(np.maximum(peek_law, 1e-300) / law))
+    assert sps.ncx2.sf(sps.chi2.isf(LEVEL, 15), 15, lam) > 0.99
+    peek = counts(True, 5000)
+    assert sm.stats.g_test(peek, peek_law).pvalue > LEVEL    # the exact law is right
+    assert sm.stats.g_test(peek, law).pvalue < LEVEL
 
 
 def test_bootstrap_ratio_point_and_interval():

@@ -117,7 +117,8 @@ def plot_N_histogram(counts, pmf_iid, pmf_mixture=None):
 def plot_verification_cost(k, v, lo, hi, v_wall=None, v_matmul=None):
     """V(k), one target pass scoring k + 1 tokens in one-token passes: CPU-time medians
     with their order-statistic intervals, the wall-clock medians, and a bare matrix
-    product with k + 1 rows, between the one-step assumption and k + 1 separate passes."""
+    product with k + 1 rows, drawn next to the bounds 1 (the one-step assumption) and
+    k + 1 (separate passes) that a correct CPU-time measurement respects."""
     k = np.asarray(k)
     v = np.asarray(v, dtype=float)
     fig, ax = new_axes(width=5.6, height=3.4)

@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-__all__ = ["glue", "in_colab", "md_table"]
+__all__ = ["glue", "in_colab", "load_result", "RESULTS_URL", "md_table"]
 
 
 def in_colab() -> bool:
@@ -95,3 +95,34 @@ def md_table(header, rows, fmt: str | None = None):
     from IPython.display import Markdown
 
     return Markdown("\n".join(lines))
+
+
+#: Where the committed results live on GitHub (read when the package is installed without
+#: the repository, as in Colab).
+RESULTS_URL = "https://raw.githubusercontent.com/specmath/specmath/main/book/results/"
+
+
+def load_result(name: str, *, download: bool = True) -> dict:
+    """A recorded benchmark ``book/results/<name>`` (JSON with provenance) for a chapter.
+
+    Read from the repository that holds this package (a clone, the website build, the
+    reader and student notebooks), else fetched from GitHub (Colab installs the package
+    alone). Raises ``ValueError`` for a bad name and ``FileNotFoundError`` when the file
+    is neither on disk nor downloadable.
+    """
+    import json
+    import urllib.request
+    from pathlib import Path
+
+    if not isinstance(name, str) or not name.endswith(".json") or "/" in name:
+        raise ValueError(f"name must be a file name like 'block_cpu.json'; got {name!r}")
+    path = Path(__file__).resolve().parents[1] / "book" / "results" / name
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    if download:
+        try:
+            with urllib.request.urlopen(RESULTS_URL + name, timeout=10) as f:
+                return json.loads(f.read().decode("utf-8"))
+        except OSError as err:
+            raise FileNotFoundError(f"{path} is absent and could not be downloaded") from err
+    raise FileNotFoundError(f"{path} is absent; run the benchmark that records it")

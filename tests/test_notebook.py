@@ -37,3 +37,17 @@ def test_glue_returns_plain_python_numbers():
     v = glue("test_value", np.float32(0.25))
     assert type(v) is float and v == 0.25
     assert type(glue("test_int", np.int64(3))) is int
+
+
+def test_load_result_reads_the_committed_file_and_rejects_bad_names():
+    import pytest
+
+    from specmath.notebook import load_result
+
+    R = load_result("block_cpu.json", download=False)
+    assert "provenance" in R
+    for bad in ("block_cpu", "../x.json", 3):
+        with pytest.raises(ValueError, match="name"):
+            load_result(bad)
+    with pytest.raises(FileNotFoundError):
+        load_result("no_such_result.json", download=False)

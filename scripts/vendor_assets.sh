@@ -2,6 +2,9 @@
 # Vendor the website's JavaScript so the built site reads fully offline:
 #   MathJax 3 (tex-chtml + fonts + extensions), RequireJS and the Jupyter widget manager
 #   (@jupyter-widgets/html-manager, embed-amd.js + its fonts).
+# And, for the browser suite only, axe-core (the accessibility checker that
+# tests/site/test_accessibility.py runs on every page): copied to tests/site/vendor/
+# (git-ignored), not into the site, since readers never need it.
 # They come from their npm packages (versions pinned in scripts/vendor/package.json and
 # package-lock.json) and are copied into book/_static/vendor/ (git-ignored), which Sphinx
 # copies to _build/html/_static/vendor/. _config.yml points mathjax_path and myst-nb's
@@ -33,5 +36,9 @@ find "$NM/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
 cp "$NM/requirejs/require.js" "$DEST/require.js"
 cp "$NM/mathjax/LICENSE" "$DEST/mathjax/LICENSE"
 cp "$NM/@jupyter-widgets/html-manager/package.json" "$DEST/html-manager/package.json"
+TEST_DEST=tests/site/vendor
+rm -rf "$TEST_DEST"
+mkdir -p "$TEST_DEST"
+cp "$NM/axe-core/axe.min.js" "$NM/axe-core/LICENSE" "$NM/axe-core/package.json" "$TEST_DEST/"
 date -u +%FT%TZ > "$DEST/.stamp"
-echo "vendor_assets: $(du -sh "$DEST" | cut -f1) in $DEST (mathjax $(node -p "require('./$NM/mathjax/package.json').version"), html-manager $(node -p "require('./$NM/@jupyter-widgets/html-manager/package.json').version"), requirejs $(node -p "require('./$NM/requirejs/package.json').version"))"
+echo "vendor_assets: $(du -sh "$DEST" | cut -f1) in $DEST (mathjax $(node -p "require('./$NM/mathjax/package.json').version"), html-manager $(node -p "require('./$NM/@jupyter-widgets/html-manager/package.json').version"), requirejs $(node -p "require('./$NM/requirejs/package.json').version")); axe-core $(node -p "require('./$NM/axe-core/package.json').version") in $TEST_DEST"

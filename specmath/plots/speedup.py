@@ -13,8 +13,8 @@ import numpy as np
 from ..speedup import optimal_k, optimal_k_continuous, speedup
 from .style import LINESTYLES, MARKERS, PALETTE, axes_or_new, style_axes
 
-__all__ = ["speedup_continuous", "speedup_heatmap", "best_k_heatmap", "speedup_vs_k",
-           "scenario_curves"]
+__all__ = ["speedup_continuous", "speedup_heatmap", "best_k_heatmap", "speedup_maps",
+           "speedup_vs_k", "scenario_curves"]
 
 
 def speedup_continuous(alpha: float, x, c: float) -> np.ndarray:
@@ -34,7 +34,8 @@ def _grid_axes(ax, cs):
     ax.set_ylabel("draft speed ratio c (log scale)")
 
 
-def speedup_heatmap(alphas, cs, k_max: int = 32, ax=None, levels=(1.25, 1.5, 2, 3, 4, 6, 10)):
+def speedup_heatmap(alphas, cs, k_max: int = 32, ax=None, levels=(1.25, 1.5, 2, 3, 4, 6, 10),
+                    label_size: float = 8):
     """Heatmap of the best achievable speedup max_k S(α, k, c) over a grid (ch. 5).
 
     Draws the break-even curve c = 1/α (below it no draft length helps). Returns the
@@ -51,18 +52,18 @@ def speedup_heatmap(alphas, cs, k_max: int = 32, ax=None, levels=(1.25, 1.5, 2, 
     cb.set_label("best speedup  max$_k$ S (log colour scale)")
     cont = ax.contour(A, C, S, levels=[v for v in levels if v <= S.max()], colors="white",
                       linewidths=1.0)
-    ax.clabel(cont, fmt=lambda v: f"{v:g}×", fontsize=8)
+    ax.clabel(cont, fmt=lambda v: f"{v:g}×", fontsize=label_size)
     a_line = alphas[alphas > 0]
     ax.plot(a_line, 1.0 / a_line, color=PALETTE["dark"], ls="--", lw=1.5,
             label="break-even c = 1/α")
     _grid_axes(ax, cs)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    ax.legend(loc="upper left", fontsize=label_size, framealpha=0.9)
     style_axes(ax)
     ax.grid(False)
     return fig, S
 
 
-def best_k_heatmap(alphas, cs, k_max: int = 32, ax=None):
+def best_k_heatmap(alphas, cs, k_max: int = 32, ax=None, label_size: float = 7):
     """Heatmap of the integer best draft length k*(α, c) with labelled contours (ch. 5).
 
     Returns the figure and the integer array that was drawn (shape (len(cs), len(alphas))).
@@ -82,11 +83,30 @@ def best_k_heatmap(alphas, cs, k_max: int = 32, ax=None):
     cb.set_ticks(np.arange(0, top + 1, step))
     lv = [v for v in (0.5, 1.5, 2.5, 4.5, 8.5, 16.5) if v < top]
     cont = ax.contour(A, C, K, levels=lv, colors="white", linewidths=1.0)
-    ax.clabel(cont, fmt=lambda v: f"k* ≥ {int(v + 0.5)}", fontsize=7)
+    ax.clabel(cont, fmt=lambda v: f"k* ≥ {int(v + 0.5)}", fontsize=label_size)
     _grid_axes(ax, cs)
     style_axes(ax)
     ax.grid(False)
     return fig, K
+
+
+def speedup_maps(alphas, cs, k_max: int = 32, *, width: float = 5.6,
+                 font_size: float = 13):
+    """Fig. 5.1: the best speedup (top) and the best draft length (bottom), stacked (ch. 5).
+
+    Stacked, not side by side, and drawn narrow with large type, so that the labels stay
+    readable where the figure is scaled down to a phone's width (about 0.65 of its size at
+    390 px) and are shown at full size on a desktop. Returns ``(fig, S, K)`` with the two
+    arrays of :func:`speedup_heatmap` and :func:`best_k_heatmap`.
+    """
+    from .style import new_axes
+
+    with plt.rc_context({"font.size": font_size, "axes.labelsize": font_size,
+                         "xtick.labelsize": font_size - 1, "ytick.labelsize": font_size - 1}):
+        fig, (top, bottom) = new_axes(nrows=2, width=width, height=1.6 * width)
+        _, S = speedup_heatmap(alphas, cs, k_max=k_max, ax=top, label_size=font_size - 1)
+        _, K = best_k_heatmap(alphas, cs, k_max=k_max, ax=bottom, label_size=font_size - 1)
+    return fig, S, K
 
 
 def speedup_vs_k(alpha: float, c: float, k_max: int = 16, k=None, ax=None, label=None,

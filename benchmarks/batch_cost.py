@@ -5,7 +5,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/batch_cost.py            # CPU, 10-30 min on a busy 2-core box
     .venv/bin/python benchmarks/batch_cost.py --quick    # smoke test
 
-Writes ``book/results/batch_cpu.json`` (override with ``--out``). For each batch size
+Writes ``specmath/data/results/batch_cpu.json`` (override with ``--out``). For each batch size
 B = 1 … 4 it keeps a KV cache of B rows of ``--context`` tokens, then times one cached
 forward pass of the target over B × m new tokens (m = k + 1, by default 1, 2, 3, 5, 9: the
 verification pass of k drafted tokens per row) and one draft step over B × 1 tokens, cropping
@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from specmath import llm
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -58,17 +60,6 @@ class LRUCache:
         self.capacity = capacity
         self.data = {}
 '''
-
-
-def _new_cache(model):
-    from transformers import DynamicCache
-    return DynamicCache(config=model.config)
-
-
-def _crop(cache, n_keep: int) -> None:
-    extra = cache.get_seq_length() - n_keep
-    if extra > 0:
-        cache.crop(-extra)
 
 
 def bootstrap_median_ci(x, level: float = 0.95, n_boot: int = 2000, seed: int = 0):
@@ -117,9 +108,9 @@ def measure(target, draft, ids: torch.Tensor, batches, ms, repeats: int, seed: i
     caches = {}
     for B in batches:
         for role, model in (("target", target), ("draft", draft)):
-            c = _new_cache(model)
-            model(input_ids=ids[:, :ctx].expand(B, ctx), cache=c, use_cache=True,
-                  logits_to_keep=1)
+            c = llm._new_cache(model)
+            llm.cached_forward(model, c, input_ids=ids[:, :ctx].expand(B, ctx),
+                               logits_to_keep=1)
             caches[role, B] = c
     configs = [("target", B, m) for B in batches for m in ms]
     configs += [("draft", B, 1) for B in batches]
@@ -133,9 +124,9 @@ def measure(target, draft, ids: torch.Tensor, batches, ms, repeats: int, seed: i
             cache = caches[role, B]
             x = ids[:, ctx:ctx + m].expand(B, m)
             t0 = time.perf_counter()
-            model(input_ids=x, cache=cache, use_cache=True, logits_to_keep=m)
+            llm.cached_forward(model, cache, input_ids=x, logits_to_keep=m)
             dt_ = time.perf_counter() - t0
-            _crop(cache, ctx)
+            llm._truncate(cache, ctx)
             if rep > 0:
                 times[role, B, m].append(dt_)
         if rep > 0:
@@ -182,7 +173,6 @@ def main(argv=None, models=None) -> dict:
     torch.set_num_threads(args.threads)
     t0 = time.perf_counter()
     if models is None:
-        from specmath import llm
 
         target, draft, tok = llm.load_pair(llm.OFFLINE_PAIR, "cpu", None)
         ids = tok(CODE, return_tensors="pt").input_ids
@@ -202,7 +192,7 @@ def main(argv=None, models=None) -> dict:
     R["derived"] = derived(R["measurements"])
     R["provenance"]["loadavg_end"] = list(os.getloadavg())
     R["provenance"]["elapsed_s"] = time.perf_counter() - t0
-    out = Path(args.out) if args.out else ROOT / "book" / "results" / "batch_cpu.json"
+    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / "batch_cpu.json"
     out.write_text(json.dumps(R, indent=1))
     print(f"wrote {out}")
     return R

@@ -5,7 +5,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/block_realmodel.py            # CPU, ≈ 10 CPU-minutes
     .venv/bin/python benchmarks/block_realmodel.py --quick    # smoke test (a minute)
 
-Writes ``book/results/block_cpu.json`` (``--out`` to override) with every run and its
+Writes ``specmath/data/results/block_cpu.json`` (``--out`` to override) with every run and its
 provenance. Design:
 
 * **Pairs.** For every prompt of ``benchmarks/record_traces.py`` (3 tasks × 4 prompts) and
@@ -239,7 +239,7 @@ def main(argv=None, models=None) -> dict:
     R["summary"] = summarize(runs, args.k)
     R["provenance"]["loadavg_end"] = os.getloadavg()
     R["provenance"]["total_wall_s"] = time.perf_counter() - t0
-    out = Path(args.out) if args.out else ROOT / "book" / "results" / (
+    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / (
         "block_cpu_quick.json" if args.quick else "block_cpu.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(R, indent=1))

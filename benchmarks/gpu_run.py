@@ -8,7 +8,7 @@ Usage (from the repository root)::
 The GPU machine receives the working tree only (no network, no model weights), so every
 model here is built from a committed configuration with **random weights**; what the real
 weights decide — which drafts are accepted — comes from the traces recorded on CPU with
-the real pair (``book/results/traces_cpu.json``) and is **replayed**. Sections:
+the real pair (``specmath/data/results/traces_cpu.json``) and is **replayed**. Sections:
 
 1. exactness of :mod:`specmath.llm` on the device, tiny random models: greedy identity
    (every path) and the two-token G-test at T = 1 (false-alarm rate 1e-3, power against
@@ -358,7 +358,7 @@ def cost_side(target, draft, device, reps, context, kmax, modes, vocab) -> dict:
 
 
 def synthetic_traces(seed=0, L=96) -> dict:
-    """A stand-in of book/results/traces_cpu.json's shape (agreement strings only)."""
+    """A stand-in of specmath/data/results/traces_cpu.json's shape (agreement strings only)."""
     rng = np.random.default_rng(seed)
     prompts = []
     for task, stay in (("code", 0.85), ("chat", 0.7), ("story", 0.6)):
@@ -370,7 +370,7 @@ def synthetic_traces(seed=0, L=96) -> dict:
             prompts.append({"id": f"{task}-{j}", "task": task,
                             "split": "train" if j < 2 else "test", "text_temperature": 0,
                             "L": L, "agree": a})
-    return {"provenance": {"note": "SYNTHETIC stand-in: book/results/traces_cpu.json was "
+    return {"provenance": {"note": "SYNTHETIC stand-in: specmath/data/results/traces_cpu.json was "
                                    "absent when this run started"},
             "temperatures": [], "prompts": prompts}
 
@@ -603,7 +603,7 @@ def summary_lines(rec: dict) -> list[str]:
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=None,
-                    help="JSON to write (default book/results/gpu_run.json; with --smoke "
+                    help="JSON to write (default specmath/data/results/gpu_run.json; with --smoke "
                          "/tmp/gpu_run_smoke.json, never the book's)")
     ap.add_argument("--smoke", action="store_true",
                     help="tiny configurations on CPU, seconds: checks the code, not the GPU")
@@ -611,7 +611,7 @@ def main(argv=None) -> dict:
     ap.add_argument("--budget-s", type=float, default=None,
                     help="wall-clock cap of the whole run (default 420 s; smoke 240 s, normally done in 30)")
     ap.add_argument("--traces", type=Path, default=None,
-                    help="traces JSON (default book/results/traces_cpu.json, else synthetic)")
+                    help="traces JSON (default specmath/data/results/traces_cpu.json, else synthetic)")
     ap.add_argument("--compiled-only", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.compiled_only:  # child process of section 1b (so a slow compile can be cut off)
@@ -623,7 +623,7 @@ def main(argv=None) -> dict:
     smoke = args.smoke
     if args.out is None:
         args.out = (Path("/tmp/gpu_run_smoke.json") if smoke
-                    else ROOT / "book" / "results" / "gpu_run.json")
+                    else ROOT / "specmath" / "data" / "results" / "gpu_run.json")
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() and not smoke
                                           else "cpu"))
     if device.type == "cpu":

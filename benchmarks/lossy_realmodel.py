@@ -18,7 +18,7 @@ computes per position, exactly (no sampling):
 * ``typical[eps]``: (β, TV) of typical acceptance p(x) > min(ε, δ·e^{−H(p)}) with the
   best residual, for each ε of ``--eps`` and δ = ``--delta``.
 
-Writes ``book/results/lossy_cpu.json`` with provenance (floats rounded to 5 digits).
+Writes ``specmath/data/results/lossy_cpu.json`` with provenance (floats rounded to 5 digits).
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def main(argv=None, models=None) -> dict:
             "loadavg_start": load0, "loadavg_end": list(os.getloadavg()),
             "total_s": round(time.perf_counter() - t0, 1)},
          "prompts": recs}
-    out = Path(args.out) if args.out else ROOT / "book" / "results" / (
+    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / (
         f"lossy_cpu{'_quick' if args.quick else ''}.json")
     out.write_text(json.dumps(R, indent=1))
     print(f"wrote {out}")

@@ -26,7 +26,7 @@ chance that the second candidate is the one kept (then a leaf: a bonus token fol
 later factors are evaluated on the text's own context, not on the context that follows the
 kept candidate (whose law given acceptance is min(p, q)/α, not p), the approximation
 chapter 7 also makes. Interval: 95 % percentile bootstrap over prompts.
-Writes ``book/results/multidraft_cpu.json`` with provenance.
+Writes ``specmath/data/results/multidraft_cpu.json`` with provenance.
 """
 
 from __future__ import annotations
@@ -174,7 +174,7 @@ def main(argv=None, models=None) -> dict:
     R = {"provenance": provenance(args), "ms": list(MS), "ks": list(KS),
          "quick": bool(args.quick), "runtime_s": time.perf_counter() - t0,
          "prompts": rows, "summary": summarise(rows)}
-    out = Path(args.out) if args.out else ROOT / "book" / "results" / "multidraft_cpu.json"
+    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / "multidraft_cpu.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(R, indent=1))
     return R

@@ -6,7 +6,7 @@ Usage (from the repository root)::
     python benchmarks/realmodel.py --device cuda               # GPU
     python benchmarks/realmodel.py --quick                     # smoke test
 
-Writes ``book/results/realmodel_<device>.json`` (override with ``--out``) holding every
+Writes ``specmath/data/results/realmodel_<device>.json`` (override with ``--out``) holding every
 measurement and its provenance (device, versions, dtype, settings, date, load average).
 
 **Clock.** On a CPU every time below is the process's CPU time (``time.process_time``,
@@ -112,15 +112,15 @@ class Passes:
         self.device = prefix.device
         self.cache = llm._new_cache(model)
         with torch.inference_mode():
-            model(input_ids=prefix, cache=self.cache, use_cache=True, logits_to_keep=1)
+            llm.cached_forward(model, self.cache, input_ids=prefix, logits_to_keep=1)
         self.n0 = self.cache.get_seq_length()
         self.extra = prefix[:, -16:]  # realistic token ids to score
 
     @torch.inference_mode()
     def time(self, m: int) -> tuple[float, float]:
         with Clock(self.device) as ck:
-            self.model(input_ids=self.extra[:, :m], cache=self.cache, use_cache=True,
-                       logits_to_keep=m)
+            llm.cached_forward(self.model, self.cache, input_ids=self.extra[:, :m],
+                               logits_to_keep=m)
         llm._truncate(self.cache, self.n0)
         return ck.work, ck.wall
 
@@ -129,7 +129,7 @@ class Passes:
 def prefill_time(model, ids) -> tuple[float, float]:
     cache = llm._new_cache(model)
     with Clock(ids.device) as ck:
-        model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=1)
+        llm.cached_forward(model, cache, input_ids=ids, logits_to_keep=1)
     return ck.work, ck.wall
 
 
@@ -460,7 +460,7 @@ def main(argv=None, models=None) -> dict:
     R["provenance"]["loadavg_end"] = os.getloadavg()
     R["total_s"] = time.perf_counter() - t0
 
-    out = Path(args.out) if args.out else ROOT / "book" / "results" / (
+    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / (
         f"realmodel_{'gpu' if gpu else 'cpu'}{'_quick' if args.quick else ''}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(R, indent=None, separators=(",", ":"), default=float) + "\n")

@@ -19,7 +19,7 @@ output is the target's. Per position the file keeps (lists over t = 0 … L−1)
 * ``draws``: m draws x ~ q_t (T = 1), each as (q_t(x), min(1, p_t(x)/q_t(x)));
 * ``tokens``: the text's token ids (``prompt_ids`` too), so the GPU script can replay it.
 
-Writes ``book/results/traces_cpu.json`` (floats rounded to 4 digits) with provenance. The
+Writes ``specmath/data/results/traces_cpu.json`` (floats rounded to 4 digits) with provenance. The
 loader and the helpers that consume it are in :mod:`specmath.traces`. Split: prompts 0 and
 2 of each task are "train", 1 and 3 "test" (by prompt, never by position).
 """
@@ -38,6 +38,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+
+from specmath import llm
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPERATURES = (0.3, 0.7, 1.0)
@@ -108,17 +110,16 @@ def generate_text(target, prompt_ids: list[int], n: int, temperature: float, see
     top-p, repetition penalty — can sneak in: tokens are argmax or draws from
     softmax(logits / T) with the EOS ids' probability set to zero.
     """
-    from transformers import DynamicCache
     dev = next(target.parameters()).device
     g = torch.Generator().manual_seed(seed)
-    cache = DynamicCache(config=target.config)
+    cache = llm._new_cache(target)
     ids = list(prompt_ids)
     pending = list(prompt_ids)
     out: list[int] = []
     for _ in range(n):
         x = torch.tensor([pending], dtype=torch.long, device=dev)
-        logits = target(input_ids=x, cache=cache, use_cache=True,
-                        logits_to_keep=1).logits[0, -1].double().cpu()
+        out, cache = llm.cached_forward(target, cache, input_ids=x, logits_to_keep=1)
+        logits = out.logits[0, -1].double().cpu()
         if eos_ids:
             logits[eos_ids] = -float("inf")
         if temperature == 0:
@@ -303,7 +304,6 @@ def main(argv=None, models=None) -> dict:
         print(f"[{time.perf_counter() - t0:7.1f}s]", *a, flush=True)
 
     if models is None:
-        from specmath import llm
         target, draft, tok = llm.load_pair(llm.OFFLINE_PAIR, "cpu")
         names = {"target": "Qwen2.5-Coder-1.5B-Instruct",
                  "draft": "Qwen2.5-Coder-0.5B-Instruct", "pair": llm.OFFLINE_PAIR}
@@ -334,7 +334,7 @@ def main(argv=None, models=None) -> dict:
     R["provenance"]["eos_banned"] = eos
     R["provenance"]["total_s"] = round(time.perf_counter() - t0, 1)
     R["provenance"]["quick"] = bool(args.quick)
-    out = Path(args.out) if args.out else ROOT / "book" / "results" / (
+    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / (
         f"traces_cpu{'_quick' if args.quick else ''}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(R, separators=(",", ":"), ensure_ascii=False) + "\n")
@@ -358,7 +358,7 @@ def merge(paths, out) -> dict:
     R["prompts"] = [order[k] for k in sorted(order, key=lambda k: (
         task_order.index(k[0].rsplit("-", 1)[0]) if k[0].rsplit("-", 1)[0] in task_order
         else 99, int(k[0].rsplit("-", 1)[1]), k[1]))]
-    out = Path(out) if out else ROOT / "book" / "results" / "traces_cpu.json"
+    out = Path(out) if out else ROOT / "specmath" / "data" / "results" / "traces_cpu.json"
     out.write_text(json.dumps(R, separators=(",", ":"), ensure_ascii=False) + "\n")
     print(f"merged {len(R['prompts'])} records into {out} ({out.stat().st_size / 1e3:.0f} kB)")
     return R

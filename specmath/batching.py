@@ -11,7 +11,6 @@ So speculation rides free only while B (k + 1) stays below the ridge point. nump
 from __future__ import annotations
 
 import json
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from . import costmodel as cm
 from ._validate import as_count, as_generator, as_int, as_positive, as_probability, scalar_or_array
+from .notebook import load_result
 from .speedup import _expected_tokens
 
 __all__ = [
@@ -226,32 +226,23 @@ def goodput_policies(alpha_batches, target: ModelShape, draft: ModelShape, rng,
             "oracle": rate(k_orac), "k_oracle": k_orac}
 
 
-_RAW = "https://raw.githubusercontent.com/specmath/specmath/main/book/results/"
-
-
-def load_batch_cost(path=None, *, download: bool = True) -> dict:
+def load_batch_cost(path=None) -> dict:
     """The CPU measurements of ``benchmarks/batch_cost.py`` (ch. 11).
 
-    Default: the committed ``book/results/batch_cpu.json``, fetched from GitHub when the
-    package is installed without the book (Colab) and ``download`` is true.
+    Default: the recorded ``batch_cpu.json`` shipped with the package
+    (:func:`specmath.notebook.load_result`, read locally; ``FileNotFoundError`` naming the
+    file when it is absent).
     """
     if path is not None and not isinstance(path, str | Path):
         raise ValueError(f"path must be a str or pathlib.Path (or None); got "
                          f"{type(path).__name__}")
-    p = (Path(__file__).resolve().parents[1] / "book" / "results" / "batch_cpu.json"
-         if path is None else Path(path))
-    if p.is_file():
-        R = json.loads(p.read_text())
-    elif path is None and download:
-        try:
-            with urllib.request.urlopen(_RAW + p.name, timeout=10) as f:
-                R = json.loads(f.read().decode())
-        except OSError as err:
-            raise FileNotFoundError(f"{p} is absent and could not be downloaded") from err
-    elif path is None:
-        raise FileNotFoundError(f"{p} is absent; run benchmarks/batch_cost.py")
+    if path is None:
+        R = load_result("batch_cpu.json")
     else:
-        raise ValueError(f"path must name an existing file; {str(p)!r} does not exist")
+        p = Path(path)
+        if not p.is_file():
+            raise ValueError(f"path must name an existing file; {str(p)!r} does not exist")
+        R = json.loads(p.read_text())
     if not isinstance(R, dict) or "measurements" not in R or "derived" not in R:
         raise ValueError("path must hold a batch_cost result (with 'measurements' and "
                          "'derived')")

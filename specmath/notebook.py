@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import numbers
 import sys
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["glue", "in_colab", "load_result", "RESULTS_URL", "md_table"]
+__all__ = ["glue", "in_colab", "load_result", "has_result", "result_path", "RESULTS_DIR",
+           "md_table"]
 
 
 def in_colab() -> bool:
@@ -97,32 +99,58 @@ def md_table(header, rows, fmt: str | None = None):
     return Markdown("\n".join(lines))
 
 
-#: Where the committed results live on GitHub (read when the package is installed without
-#: the repository, as in Colab).
-RESULTS_URL = "https://raw.githubusercontent.com/specmath/specmath/main/book/results/"
+#: The one location of the recorded benchmark results (JSON with provenance) that chapters
+#: 7-11 read: package data, installed with ``specmath`` itself, so they are read locally in
+#: Colab, plain Jupyter, a clone or a fork, with no network. The benchmarks write here.
+RESULTS_DIR = Path(__file__).resolve().parent / "data" / "results"
+
+# which script records which file (for the message when one is missing)
+_RECORDED_BY = {
+    "batch": "batch_cost.py", "block": "block_realmodel.py", "lossy": "lossy_realmodel.py",
+    "multidraft": "multidraft_realmodel.py", "realmodel": "realmodel.py",
+    "traces": "record_traces.py", "gpu_run": "gpu_run.py",
+}
 
 
-def load_result(name: str, *, download: bool = True) -> dict:
-    """A recorded benchmark ``book/results/<name>`` (JSON with provenance) for a chapter.
+def result_path(name: str) -> Path:
+    """Where the recorded result ``name`` (e.g. ``"block_cpu.json"``) lives:
+    ``RESULTS_DIR / name``. Raises ``ValueError`` for a name that is not a plain
+    ``*.json`` file name."""
+    if (not isinstance(name, str) or not name.endswith(".json") or "/" in name
+            or "\\" in name or name.startswith(".")):
+        raise ValueError(f"name must be a file name like 'block_cpu.json'; got {name!r}")
+    return RESULTS_DIR / name
 
-    Read from the repository that holds this package (a clone, the website build, the
-    reader and student notebooks), else fetched from GitHub (Colab installs the package
-    alone). Raises ``ValueError`` for a bad name and ``FileNotFoundError`` when the file
-    is neither on disk nor downloadable.
+
+def has_result(name: str) -> bool:
+    """Whether the recorded result ``name`` is in this installation (optional records,
+    such as a GPU run, are absent unless someone recorded them)."""
+    return result_path(name).is_file()
+
+
+def missing_result_message(name: str) -> str:
+    """The message of the error raised when the recorded result ``name`` is absent."""
+    stem = name.removesuffix(".json")
+    script = next((s for k, s in _RECORDED_BY.items()
+                   if stem == k or stem.startswith(k + "_")), None)
+    how = (f"record it with `python benchmarks/{script}` in a clone of the course repository"
+           if script else "record it with the benchmark that writes it (see benchmarks/)")
+    return (f"the recorded result {name!r} is not in this installation of specmath "
+            f"(looked in {RESULTS_DIR}). The recorded results ship with the package: "
+            f"reinstall specmath from the course repository (pip install of the repository, "
+            f"as the chapter's first cell does), or {how}.")
+
+
+def load_result(name: str) -> dict:
+    """A recorded benchmark ``specmath/data/results/<name>`` (JSON with provenance), chs. 7-11.
+
+    Read from the package's own data (:data:`RESULTS_DIR`), never from the network.
+    Raises ``ValueError`` for a bad name and ``FileNotFoundError`` naming the file and how
+    to get it when it is absent (never returns ``None``).
     """
     import json
-    import urllib.request
-    from pathlib import Path
 
-    if not isinstance(name, str) or not name.endswith(".json") or "/" in name:
-        raise ValueError(f"name must be a file name like 'block_cpu.json'; got {name!r}")
-    path = Path(__file__).resolve().parents[1] / "book" / "results" / name
-    if path.is_file():
-        return json.loads(path.read_text(encoding="utf-8"))
-    if download:
-        try:
-            with urllib.request.urlopen(RESULTS_URL + name, timeout=10) as f:
-                return json.loads(f.read().decode("utf-8"))
-        except OSError as err:
-            raise FileNotFoundError(f"{path} is absent and could not be downloaded") from err
-    raise FileNotFoundError(f"{path} is absent; run the benchmark that records it")
+    path = result_path(name)
+    if not path.is_file():
+        raise FileNotFoundError(missing_result_message(name))
+    return json.loads(path.read_text(encoding="utf-8"))

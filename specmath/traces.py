@@ -1,7 +1,7 @@
 """Per-position acceptance traces of the real pair, and greedy iterations along them (ch. 7).
 
 ``benchmarks/record_traces.py`` lets the target write texts (greedy and sampled at T = 1)
-and scores them, teacher-forced, with both models; ``book/results/traces_cpu.json`` keeps,
+and scores them, teacher-forced, with both models; ``specmath/data/results/traces_cpu.json`` keeps,
 at every generated position t, whether the two argmaxes agree and Σ min(p_t, q_t) at a few
 temperatures (layout in the script's docstring). numpy only.
 
@@ -17,17 +17,16 @@ temperatures (layout in the script's docstring). numpy only.
 from __future__ import annotations
 
 import json
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 
 from ._validate import as_count, as_generator, as_int, as_probability
+from .notebook import load_result, result_path
 
 __all__ = ["load_traces", "traces_path", "select", "greedy_iterations",
            "tokens_per_iteration_greedy", "simulate_iterations", "greedy_run_cost"]
 
-_RAW = "https://raw.githubusercontent.com/specmath/specmath/main/book/results/"
 _REQUIRED = ("id", "task", "split", "text_temperature", "L", "agree", "alpha")
 
 
@@ -35,7 +34,7 @@ def traces_path(device: str = "cpu") -> Path:
     """Where the committed traces of a ``device`` ("cpu" or "gpu") recording live."""
     if device not in ("cpu", "gpu"):
         raise ValueError(f"device must be 'cpu' or 'gpu'; got {device!r}")
-    return Path(__file__).resolve().parents[1] / "book" / "results" / f"traces_{device}.json"
+    return result_path(f"traces_{device}.json")
 
 
 def load_traces(path=None, *, download: bool = True) -> dict:
@@ -44,26 +43,17 @@ def load_traces(path=None, *, download: bool = True) -> dict:
     Parameters
     ----------
     path : str or Path, optional
-        A traces JSON file; default the committed ``book/results/traces_cpu.json`` (fetched
-        from GitHub when the package is installed without the book, e.g. in Colab).
+        A traces JSON file; default the recorded ``traces_cpu.json`` shipped with the
+        package (:func:`specmath.notebook.load_result`; no network).
     download : bool
-        Whether the default file may be fetched from GitHub when it is not on disk.
+        Ignored, kept so that older notebooks and scripts still run: the recorded traces
+        ship with the package and are never downloaded.
     """
     if path is not None and not isinstance(path, str | Path):
         raise ValueError(f"path must be a str or pathlib.Path (or None); got "
                          f"{type(path).__name__}")
     if path is None:
-        p = traces_path("cpu")
-        if p.is_file():
-            R = json.loads(p.read_text())
-        elif download:
-            try:
-                with urllib.request.urlopen(_RAW + p.name, timeout=10) as f:
-                    R = json.loads(f.read().decode())
-            except OSError as err:
-                raise FileNotFoundError(f"{p} is absent and could not be downloaded") from err
-        else:
-            raise FileNotFoundError(f"{p} is absent; run benchmarks/record_traces.py")
+        R = load_result("traces_cpu.json")
     else:
         p = Path(path)
         if not p.is_file():

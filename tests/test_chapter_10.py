@@ -136,9 +136,9 @@ def test_benchmark_quick_mode_runs_on_tiny_models(tmp_path):
 
 
 def test_committed_result_file_is_consistent():
-    path = ROOT / "book" / "results" / "multidraft_cpu.json"
+    path = ROOT / "specmath" / "data" / "results" / "multidraft_cpu.json"
     if not path.exists():
-        pytest.skip("book/results/multidraft_cpu.json not recorded yet")
+        pytest.skip("specmath/data/results/multidraft_cpu.json not recorded yet")
     import multidraft_realmodel as mr
     R = json.loads(path.read_text())
     assert not R["quick"]

@@ -125,7 +125,7 @@ def test_bootstrap_median_interval_contains_median_and_shrinks_with_data():
 
 
 def test_committed_batch_result_has_provenance_and_every_configuration():
-    path = ROOT / "book" / "results" / "batch_cpu.json"
+    path = ROOT / "specmath" / "data" / "results" / "batch_cpu.json"
     R = json.loads(path.read_text())
     prov = R["provenance"]
     for field in ("date_utc", "device_name", "torch", "transformers", "dtype",
@@ -143,7 +143,7 @@ def test_committed_batch_result_supports_only_what_chapter_claims_with_intervals
     repeat timed every configuration): the plain step of B = 4 rows costs more than
     1.5 one-row steps (whole 95% interval), and verifying m = 5 at B = 4 is not shown to
     be dearer than at B = 1 (the interval of the difference reaches below zero)."""
-    R = json.loads((ROOT / "book" / "results" / "batch_cpu.json").read_text())
+    R = json.loads((ROOT / "specmath" / "data" / "results" / "batch_cpu.json").read_text())
     t = {(r["role"], r["B"], r["m"]): np.array(r["times_s"])
          for r in R["measurements"]["records"]}
     n = t["target", 1, 1].size

@@ -111,7 +111,7 @@ def test_trend_test_detects_a_real_within_run_trend_and_its_ci_covers_it():
 
 # ---- the recorded benchmark ------------------------------------------------------------------
 
-RESULTS = ROOT / "book" / "results" / "realmodel_cpu.json"
+RESULTS = ROOT / "specmath" / "data" / "results" / "realmodel_cpu.json"
 
 
 @pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded CPU benchmark")
@@ -139,7 +139,7 @@ def test_recorded_timed_runs_are_predicted_better_pass_by_pass_than_by_one_step_
     t_med = [float(np.median(C["target"][str(m)])) for m in sizes]
     tD1, tD2 = np.array(C["draft"]["1"]), np.array(C["draft"]["2"])
     c = float(np.median(np.array(C["target"]["1"]) / tD1))
-    greedy = traces.select(traces.load_traces(download=False), text_temperature=0)
+    greedy = traces.select(traces.load_traces(), text_temperature=0)
     n_t = SW["new_tokens"]
     errs, errs_one = [], []
     for task in SW["task_prompts"]:

@@ -134,9 +134,9 @@ def test_lossy_benchmark_quick_on_tiny_models_records_exact_per_position_fields(
 
 
 def test_recorded_lossy_file_has_provenance_and_consistent_fields():
-    path = ROOT / "book" / "results" / "lossy_cpu.json"
+    path = ROOT / "specmath" / "data" / "results" / "lossy_cpu.json"
     if not path.exists():
-        pytest.skip("book/results/lossy_cpu.json not recorded yet")
+        pytest.skip("specmath/data/results/lossy_cpu.json not recorded yet")
     R = json.loads(path.read_text())
     prov = R["provenance"]
     for f in ("hardware", "torch", "date", "models", "n_new_tokens", "temperature", "seed"):

@@ -87,9 +87,9 @@ def test_chapter_9_figures_draw():
 
 
 def test_committed_block_result_has_provenance_and_consistent_summary():
-    path = ROOT / "book" / "results" / "block_cpu.json"
+    path = ROOT / "specmath" / "data" / "results" / "block_cpu.json"
     if not path.exists():
-        pytest.skip("book/results/block_cpu.json not recorded yet")
+        pytest.skip("specmath/data/results/block_cpu.json not recorded yet")
     R = json.loads(path.read_text())
     prov = R["provenance"]
     for key in ("date_utc", "device_name", "torch", "transformers", "shared_machine",
@@ -118,9 +118,9 @@ def test_chapter_9_reading_of_the_committed_result_holds():
     # exact gain resolved; measured gain unresolved (interval contains 0); speed ratio
     # interval contains 1 and 1 + the E[N] gain, and is wider than that gain; the task with
     # the smallest gain has the best draft, with intervals separated from the others'.
-    path = ROOT / "book" / "results" / "block_cpu.json"
+    path = ROOT / "specmath" / "data" / "results" / "block_cpu.json"
     if not path.exists():
-        pytest.skip("book/results/block_cpu.json not recorded yet")
+        pytest.skip("specmath/data/results/block_cpu.json not recorded yet")
     R = json.loads(path.read_text())
     S, by_task = R["summary"]["all"], R["summary"]["by_task"]
     assert S["exact_gain_ci95"][0] > 0

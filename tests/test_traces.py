@@ -152,7 +152,7 @@ def test_trace_fields_are_the_defining_sums_and_draws_estimate_alpha():
 
 # ---- the committed file --------------------------------------------------------------------
 
-COMMITTED = ROOT / "book" / "results" / "traces_cpu.json"
+COMMITTED = ROOT / "specmath" / "data" / "results" / "traces_cpu.json"
 
 
 @pytest.mark.skipif(not COMMITTED.is_file(), reason="traces not recorded yet")

@@ -1,18 +1,17 @@
 """Figures for chapter 7 (real models), drawn from the benchmark's JSON results.
 
-:func:`load_results` reads ``book/results/realmodel_<device>.json`` written by
-``benchmarks/realmodel.py`` (from the repository checkout, or from GitHub in Colab, where
-the package is installed without the book). numpy and matplotlib only.
+:func:`load_results` reads ``realmodel_<device>.json`` written by ``benchmarks/realmodel.py``
+and shipped with the package (:func:`specmath.notebook.load_result`; no network). numpy and
+matplotlib only.
 """
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 
+from ..notebook import load_result, result_path
 from ..speedup import (
     tokens_per_iteration_pmf,
 )
@@ -21,30 +20,23 @@ from .style import LINESTYLES, MARKERS, PALETTE, new_axes
 __all__ = ["load_results", "results_path", "plot_alpha_same_contexts", "plot_alpha_by_position",
            "plot_N_histogram", "plot_verification_cost", "plot_sweep", "plot_hf", "mixture_pmf"]
 
-_RAW = "https://raw.githubusercontent.com/specmath/specmath/main/book/results/"
 TEMPS = [0.0, 0.3, 0.7, 1.0]
 TASKS = ["code", "chat", "story"]
 
 
 def results_path(device: str = "cpu") -> Path:
-    """Where the committed results of a ``device`` ("cpu" or "gpu") run live in the repo."""
+    """Where the recorded results of a ``device`` ("cpu" or "gpu") run live (package data)."""
     if device not in ("cpu", "gpu"):
         raise ValueError(f"device must be 'cpu' or 'gpu'; got {device!r}")
-    return Path(__file__).resolve().parents[2] / "book" / "results" / f"realmodel_{device}.json"
+    return result_path(f"realmodel_{device}.json")
 
 
-def load_results(device: str = "cpu", *, download: bool = True) -> dict | None:
-    """The recorded benchmark of ``device``, or None if none was recorded."""
-    path = results_path(device)
-    if path.is_file():
-        return json.loads(path.read_text())
-    if not download:
-        return None
-    try:  # Colab: the package is installed without book/
-        with urllib.request.urlopen(_RAW + path.name, timeout=10) as f:
-            return json.loads(f.read().decode())
-    except OSError:
-        return None
+def load_results(device: str = "cpu") -> dict:
+    """The recorded benchmark of ``device``; ``FileNotFoundError`` naming the file and how
+    to get it when none was recorded (test first with
+    ``specmath.notebook.has_result("realmodel_gpu.json")`` for the optional GPU run)."""
+    results_path(device)  # validates device
+    return load_result(f"realmodel_{device}.json")
 
 
 def _alpha(R, task, T, key):

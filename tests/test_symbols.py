@@ -1,0 +1,130 @@
+"""One meaning per symbol (issue 16): the preface's notation tables are the authority, and
+the symbol box at the head of each chapter copies its rows from them verbatim.
+
+The box format (see the preface's "Notation" section and CONTRIBUTING notes)::
+
+    :::{admonition} Symbols in this chapter
+    :class: note symbols
+
+    | symbol | meaning |
+    | --- | --- |
+    | $p$ | <meaning copied verbatim from the preface's notation table> |
+    :::
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MD = ROOT / "book" / "md"
+PREFACE = MD / "00_preface.md"
+SOURCES = sorted(MD.glob("[0-9][0-9]_*.md"))
+# Chapters that must carry a box. Chapters 8-11 join this list when their boxes land.
+REQUIRED = ["00", "01", "02", "03", "04", "05", "06", "07"]
+
+BOX = re.compile(
+    r"^:::\{admonition\} Symbols in this chapter\n:class: note symbols\n\n"
+    r"\| symbol \| meaning \|\n\| --- \| --- \|\n((?:\|.*\|\n)+):::$", re.M)
+_SEPARATOR = re.compile(r"^\|\s*:?-{3,}")
+
+
+def _cells(row: str) -> list[str]:
+    # split on '|' that is not inside $...$ (a conditional bar is written \mid, so a plain
+    # split is safe; the test below rejects a box row that does not have two cells)
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def notation_table() -> dict[str, str]:
+    """symbol -> meaning, from every table in the preface's Notation section."""
+    text = PREFACE.read_text()
+    start = text.index("\n## Notation\n")
+    end = text.index("\n#", start + 1)
+    lines = text[start:end].splitlines()
+    table: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        if not line.startswith("|") or _SEPARATOR.match(line):
+            continue
+        if i + 1 < len(lines) and _SEPARATOR.match(lines[i + 1]):
+            continue                                        # a header row
+        sym, meaning = _cells(line)[:2]
+        assert sym not in table, f"the preface defines {sym} twice"
+        table[sym] = meaning
+    return table
+
+
+def boxes(path: Path) -> list[list[tuple[str, str]]]:
+    found = []
+    for m in BOX.finditer(path.read_text()):
+        rows = []
+        for line in m.group(1).splitlines():
+            cells = _cells(line)
+            assert len(cells) == 2, f"{path.name}: box row {line!r} needs exactly 2 cells"
+            rows.append((cells[0], cells[1]))
+        found.append(rows)
+    return found
+
+
+def test_preface_notation_table_parses_and_holds_the_core_symbols():
+    table = notation_table()
+    for sym in ("$p$", "$q$", "$\\alpha$", "$k$", "$c$", "$N$", "$S$", "$r$", "$\\tau$"):
+        assert sym in table, f"{sym} missing from the preface's notation table"
+    assert table["$p$"].startswith("**target**")
+    assert all(meaning for meaning in table.values())
+
+
+def mismatches(path: Path, table: dict[str, str]) -> list[str]:
+    """Every way the boxes of ``path`` disagree with the preface's table."""
+    problems = []
+    for rows in boxes(path):
+        syms = [s for s, _ in rows]
+        if len(syms) != len(set(syms)):
+            problems.append(f"{path.name}: a symbol is listed twice")
+        for sym, meaning in rows:
+            if sym not in table:
+                problems.append(f"{path.name}: {sym} is not in the preface's notation table")
+            elif meaning != table[sym]:
+                problems.append(f"{path.name}: {sym} means {meaning!r} in its box but "
+                                f"{table[sym]!r} in the preface's notation table")
+    return problems
+
+
+def test_the_check_catches_a_reworded_meaning_and_an_unknown_symbol(tmp_path):
+    table = notation_table()
+    bad = tmp_path / "99_bad.md"
+    bad.write_text(":::{admonition} Symbols in this chapter\n:class: note symbols\n\n"
+                   "| symbol | meaning |\n| --- | --- |\n"
+                   f"| $r$ | {table['$r$']} |\n"
+                   "| $\\tau$ | the number of accepted drafts |\n"
+                   "| $\\zeta$ | something new |\n:::\n")
+    problems = mismatches(bad, table)
+    assert len(problems) == 2
+    assert "tau" in problems[0] and "zeta" in problems[1]
+
+
+@pytest.mark.parametrize("stem", REQUIRED)
+def test_required_chapter_has_one_symbol_box_before_its_first_section(stem):
+    (path,) = [p for p in SOURCES if p.name.startswith(stem + "_")]
+    text = path.read_text()
+    found = list(BOX.finditer(text))
+    assert len(found) == 1, f"{path.name}: expected one 'Symbols in this chapter' box"
+    first_section = re.search(r"^## ", text, re.M)
+    assert first_section is None or found[0].start() < first_section.start(), (
+        f"{path.name}: the symbol box must come before the first section")
+
+
+@pytest.mark.parametrize("md", SOURCES, ids=[p.stem for p in SOURCES])
+def test_every_symbol_box_row_is_verbatim_in_the_preface_table(md):
+    assert mismatches(md, notation_table()) == []
+
+
+def test_a_malformed_box_is_not_silently_skipped():
+    # a box whose title matches must also match the exact format, or the check above
+    # would pass vacuously on it
+    for md in SOURCES:
+        text = md.read_text()
+        titles = text.count(":::{admonition} Symbols in this chapter")
+        assert titles == len(boxes(md)), f"{md.name}: a symbol box is not in the format"

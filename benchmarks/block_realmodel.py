@@ -56,9 +56,14 @@ RULES = ("tokenwise", "block")
 
 
 def exact_given_draft(p: torch.Tensor, q: torch.Tensor, draft: torch.Tensor):
-    """([Π_{j≤i} min(1, rⱼ)]ᵢ, [aᵢ]ᵢ), i = 1 … k: P(τ ≥ i | draft) per rule, one iteration.
+    """([Π_{j≤i} min(1, rⱼ)]ᵢ, [aᵢ]ᵢ), i = 1 … k, one iteration (chapter 9).
 
-    Their sums are E[τ | draft]; a prefix of length k' < k gives the same for draft length k'.
+    Token-wise, Π_{j≤i} min(1, rⱼ) = P(ℓ ≥ i | draft). For block, aᵢ = P(ℓ ≥ i | first i
+    drafts) conditions on the prefix only and averages over the later drafts (lemma
+    ch9-lem-weights); P(ℓ ≥ i | whole draft) = 1 − Π_{j≥i}(1 − hⱼ) differs, so Σᵢ aᵢ is an
+    unbiased, prefix-conditional estimate of E[ℓ] in this context, not E[ℓ | draft], and
+    the per-draft difference of the sums can have either sign in expectation terms. A prefix
+    of length k' < k gives the same for draft length k'.
     """
     k = draft.shape[0]
     if k == 0:

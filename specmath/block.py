@@ -8,9 +8,9 @@ x₁ … x_k, a₀ = 1 and
     hᵢ = Rᵢ₊₁ / (Rᵢ₊₁ + 1 − aᵢ)  (i < k),   h_k = a_k,                    (ch9-h)
 
 the rule runs k independent tests, "keep the first i drafts" passing with probability hᵢ,
-keeps the **longest** prefix τ whose test passes (τ = 0 if none does), and appends one token
-drawn from norm(max(0, a_τ p_{τ+1} − q_{τ+1})) when τ < k, or the bonus token from p_{k+1}
-when τ = k. Its output is exactly the target's and P(τ ≥ i) is the largest any valid
+keeps the **longest** prefix ℓ whose test passes (ℓ = 0 if none does), and appends one token
+drawn from norm(max(0, a_ℓ p_{ℓ+1} − q_{ℓ+1})) when ℓ < k, or the bonus token from p_{k+1}
+when ℓ = k. Its output is exactly the target's and P(ℓ ≥ i) is the largest any valid
 verifier of the same draft can reach (chapter 9, theorems ch9-thm-exact, ch9-thm-optimal).
 
 The second half of the module enumerates, for small toy models, every draft block and every
@@ -31,6 +31,7 @@ from .acceptance import _check_step_inputs, _residual, _sample
 __all__ = [
     "BLOCK_RULES",
     "block_weights",
+    "block_accepted_given_draft",
     "block_step",
     "broken_block_step",
     "block_output_distribution",
@@ -42,7 +43,7 @@ __all__ = [
 
 #: Rules the exact enumerators know: the block rule, Leviathan et al.'s token-wise rule, and
 #: a *biased* block rule that corrects from the token-wise residual norm(max(0, p − q))
-#: instead of norm(max(0, a_τ p − q)), and one that corrects from p itself (the bugs a
+#: instead of norm(max(0, a_ℓ p − q)), and one that corrects from p itself (the bugs a
 #: statistical test must catch).
 BLOCK_RULES = ("block", "tokenwise", "block-wrong-residual", "block-resample-from-p")
 
@@ -61,7 +62,7 @@ def _weights(p: np.ndarray, q: np.ndarray, t: np.ndarray, k: int):
                                                                else 0.0)
     R = np.maximum(a[:k, None] * p[:k] - q, 0.0).sum(axis=-1)
     den = R + 1.0 - a[:k]
-    # den = 0 only when a = 1 and R = 0; then τ = i has probability 0 whatever hᵢ is
+    # den = 0 only when a = 1 and R = 0; then ℓ = i has probability 0 whatever hᵢ is
     # (chapter 9, proof of exactness) and we take hᵢ = 1. R = 0 with a < 1 gives 0.
     h = np.ones(k + 1)
     h[1:k] = np.where(den[1:] > 0, R[1:] / np.where(den[1:] > 0, den[1:], 1.0), 1.0)
@@ -81,6 +82,24 @@ def block_weights(p, q, draft_tokens) -> tuple[np.ndarray, np.ndarray]:
     p, q, t, k = _check_step_inputs(p, q, draft_tokens)
     a, _, h = _weights(p, q, t, k)
     return a, h
+
+
+def block_accepted_given_draft(p, q, draft_tokens) -> tuple[np.ndarray, np.ndarray]:
+    """P(ℓ ≥ i | whole draft) and P(ℓ ≥ i | first i drafts) = aᵢ, i = 1 … k (ch. 9).
+
+    Parameters as :func:`block_weights`. Returns ``(given_draft, a)``, both (k,):
+    ``given_draft[i-1]`` = 1 − Π_{j ≥ i} (1 − hⱼ), the chance that block verification keeps
+    at least i drafts *given all k drafted tokens* (the tests are independent given the
+    draft), and ``a[i-1]`` = aᵢ, the same chance given only the first i drafted tokens
+    (lemma ch9-lem-weights), which averages over the later drafts. Their sums are
+    E[ℓ | draft] and the prefix-conditional estimate Σᵢ aᵢ: equal in expectation over the
+    draft, different draft by draft (the chapter's example has a draft where Σᵢ aᵢ
+    exceeds E[ℓ | draft] and one where it falls short).
+    """
+    p, q, t, k = _check_step_inputs(p, q, draft_tokens)
+    a, _, h = _weights(p, q, t, k)
+    fail_from = np.cumprod((1.0 - h[1:])[::-1])[::-1]   # Π_{j ≥ i} (1 − hⱼ)
+    return 1.0 - fail_from, a[1:].copy()
 
 
 def _correction_row(p_row: np.ndarray, q_row: np.ndarray, a: float) -> np.ndarray:
@@ -116,10 +135,10 @@ def block_step(p, q, draft_tokens, rng) -> np.ndarray:
     accepted prefix of the draft followed by exactly one token (length 1 … k+1).
 
     The k tests are independent: "keep i drafts" passes with probability hᵢ
-    (:func:`block_weights`); τ is the largest i that passes (0 if none). They are drawn
+    (:func:`block_weights`); ℓ is the largest i that passes (0 if none). They are drawn
     from i = k downwards and stop at the first pass, which has the same law as drawing all
-    k. The appended token comes from norm(max(0, a_τ p_{τ+1} − q_{τ+1})) if τ < k and from
-    p_{k+1} if τ = k. At τ = 0 that is the token-wise residual; with k = 1 the rule *is*
+    k. The appended token comes from norm(max(0, a_ℓ p_{ℓ+1} − q_{ℓ+1})) if ℓ < k and from
+    p_{k+1} if ℓ = k. At ℓ = 0 that is the token-wise residual; with k = 1 the rule *is*
     the token-wise rule (h₁ = a₁ = min(1, p₁(x₁)/q₁(x₁))).
     """
     return _block(p, q, draft_tokens, rng, wrong_residual=False)
@@ -128,7 +147,7 @@ def block_step(p, q, draft_tokens, rng) -> np.ndarray:
 def broken_block_step(p, q, draft_tokens, rng) -> np.ndarray:
     """Block verification with the **wrong** correction norm(max(0, p − q)) (ch. 9, tests).
 
-    Biased whenever a_τ < 1 at a τ < k with positive probability: it exists so that the
+    Biased whenever a_ℓ < 1 at a ℓ < k with positive probability: it exists so that the
     statistical exactness tests can show they catch a plausible bug.
     """
     return _block(p, q, draft_tokens, rng, wrong_residual=True)
@@ -173,7 +192,7 @@ def _setup(target, draft, k, context, rule=None):
 
 
 def _outcomes(fp, fq, V, k, ctx, rule):
-    """Yield (draft x (k,), Q(x), P(τ = i | x) (k+1,), correction rows (k+1, V)) per draft."""
+    """Yield (draft x (k,), Q(x), P(ℓ = i | x) (k+1,), correction rows (k+1, V)) per draft."""
     for x in itertools.product(range(V), repeat=k):
         p = np.stack([fp(ctx + x[:i]) for i in range(k + 1)])
         q = np.stack([fq(ctx + x[:i]) for i in range(k)]) if k else np.zeros((0, V))
@@ -185,7 +204,7 @@ def _outcomes(fp, fq, V, k, ctx, rule):
         rows[k] = p[k]
         if rule == "tokenwise":
             acc = np.minimum(1.0, p[np.arange(k), t] / q[np.arange(k), t])
-            surv = np.concatenate([[1.0], np.cumprod(acc)])  # P(τ ≥ i | x)
+            surv = np.concatenate([[1.0], np.cumprod(acc)])  # P(ℓ ≥ i | x)
             pmf = surv - np.concatenate([surv[1:] * 1.0, [0.0]])
             for i in range(k):
                 rows[i] = _residual(p[i], q[i])
@@ -237,7 +256,7 @@ def block_output_distribution(target, draft, k: int, *, rule: str = "block",
                               context: Sequence[int] = ()) -> np.ndarray:
     """Exact law of the first k+1 tokens of a speculative decode (ch. 9, exact enumeration).
 
-    Enumerates every draft block x ∈ V^k (drawn from ``draft``), every outcome τ of the
+    Enumerates every draft block x ∈ V^k (drawn from ``draft``), every outcome ℓ of the
     verification ``rule`` (one of :data:`BLOCK_RULES`) and every appended token, then
     continues with the target up to k+1 tokens. The result, shape (V,)*(k+1), equals
     :func:`sequence_distribution` (target, k+1) exactly when the rule is exact.
@@ -260,9 +279,9 @@ def block_output_distribution(target, draft, k: int, *, rule: str = "block",
 
 def accepted_length_pmf(target, draft, k: int, *, rule: str = "block",
                         context: Sequence[int] = ()) -> np.ndarray:
-    """P(τ = i), i = 0 … k: the exact law of the number of accepted drafts (ch. 9).
+    """P(ℓ = i), i = 0 … k: the exact law of the number of accepted drafts (ch. 9).
 
-    The tokens emitted per iteration are N = τ + 1. Same arguments as
+    The tokens emitted per iteration are N = ℓ + 1. Same arguments as
     :func:`block_output_distribution`.
     """
     fp, fq, V, k, ctx = _setup(target, draft, k, context, rule)
@@ -274,9 +293,9 @@ def accepted_length_pmf(target, draft, k: int, *, rule: str = "block",
 
 def expected_accepted(target, draft, k: int, *, rule: str = "block",
                       context: Sequence[int] = ()) -> float:
-    """E[τ], the expected number of accepted drafts per iteration, exactly (ch. 9).
+    """E[ℓ], the expected number of accepted drafts per iteration, exactly (ch. 9).
 
-    E[N] = E[τ] + 1. For i.i.d. positions with target ``(1/3, 2/3)`` and draft
+    E[N] = E[ℓ] + 1. For i.i.d. positions with target ``(1/3, 2/3)`` and draft
     ``(2/3, 1/3)`` at k = 2 it is 10/9 token-wise and 11/9 for block verification.
     """
     pmf = accepted_length_pmf(target, draft, k, rule=rule, context=context)
@@ -286,7 +305,7 @@ def expected_accepted(target, draft, k: int, *, rule: str = "block",
 def accepted_upper_bound(target, draft, k: int, *, context: Sequence[int] = ()) -> float:
     """Σᵢ₌₁ᵏ Σ_{xⁱ} min(P(xⁱ), Q(xⁱ)): no valid verifier accepts more drafts on average (ch. 9).
 
-    P(τ ≥ i, Xⁱ = xⁱ) is at most Q(xⁱ) (the draft must propose xⁱ) and at most P(xⁱ) (the
+    P(ℓ ≥ i, Xⁱ = xⁱ) is at most Q(xⁱ) (the draft must propose xⁱ) and at most P(xⁱ) (the
     output must be the target's), for each i separately; the bound is not reachable in
     general (12/9 against 11/9 in the two-token example).
     """

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_chapter_9_exercises_are_registered_and_reject_wrong_answers():
     keys = [k for k in exercise_keys() if k.startswith("ch9-")]
-    assert keys == ["ch9-ex1", "ch9-ex2", "ch9-ex3", "ch9-ex4"]
+    assert keys == ["ch9-ex1", "ch9-ex2", "ch9-ex3", "ch9-ex4", "ch9-ex5"]
     for key in keys:
         truth = np.asarray(_REGISTRY[key].compute(), float)
         assert check(key, truth, quiet=True)
@@ -61,6 +61,35 @@ def test_exercise_3_greedy_path_product_and_both_rules():
         total, abs=1e-12)
 
 
+def test_exercise_5_h_by_backward_requirement_reproduces_the_rule():
+    # solve 1 − aᵢ = (1 − hᵢ)(1 − E[aᵢ₊₁]) with E[aᵢ₊₁] computed by summing over the next
+    # token (not from R), and compare with the rule's hᵢ
+    p, q, d = np.array(ch9.EX5_P), np.array(ch9.EX5_Q), list(ch9.EX5_DRAFT)
+    a = [1.0]
+    for x in d:
+        a.append(min(1.0, a[-1] * p[x] / q[x]))
+    h = [1 - (1 - a[i]) / (1 - sum(q[y] * min(1.0, a[i] * p[y] / q[y]) for y in range(3)))
+         for i in (1, 2)]
+    assert ch9._ex5() == pytest.approx(h, abs=1e-12)
+    assert all(0.05 < x < 0.95 for x in h)  # an interior case, not a trivial 0 or 1
+
+
+def test_exercise_3b_greedy_first_token_then_sampled_gains_exactly_when_stated():
+    target, draft = toy.toy_pair(ch9.EX3_V, ch9.EX3_CLOSENESS, seed=ch9.EX3_SEED)
+    d1 = int(np.argmax(draft.next_distribution([])))
+    a1 = target.next_distribution([])[d1]
+    q2, p2 = draft.next_distribution([d1]), target.next_distribution([d1])
+    r2 = p2 / q2
+    gain = q2 @ (np.minimum(1, a1 * r2) - a1 * np.minimum(1, r2))
+    # against exact enumeration with a Markov draft that is one-hot at the start only
+    eye = np.eye(ch9.EX3_V)
+    mixed = toy.MarkovLM(np.tile(q2, (ch9.EX3_V, 1)), eye[d1])
+    tgt_rows = toy.MarkovLM(np.tile(p2, (ch9.EX3_V, 1)), target.next_distribution([]))
+    enum = (sm.expected_accepted(tgt_rows, mixed, 2)
+            - sm.expected_accepted(tgt_rows, mixed, 2, rule="tokenwise"))
+    assert gain == pytest.approx(enum, abs=1e-12) and gain > 0.01
+
+
 def test_exercise_4_order_tokenwise_block_ceiling():
     tw, blk, ceil = ch9._ex4()
     assert tw < blk < ceil
@@ -84,6 +113,12 @@ def test_chapter_9_figures_draw():
     fig = plot_realmodel_gain(summary)
     assert len(fig.axes[0].patches) == 3
     plt.close(fig)
+    per = {"a": {"exact_gain_by_k": [0.0, 0.0, 0.01]}, "b": {"exact_gain_by_k": [0, .02, .03]}}
+    fig = plot_realmodel_gain(summary, per_prompt=per)
+    assert len(fig.axes[0].lines) == 2  # one dot series per prompt
+    plt.close(fig)
+    with pytest.raises(ValueError, match="per_prompt"):
+        plot_realmodel_gain(summary, per_prompt={"a": {"exact_gain_by_k": [0.0]}})
 
 
 def test_committed_block_result_has_provenance_and_consistent_summary():

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..block import accepted_length_pmf, accepted_upper_bound, expected_accepted
+from ..block import accepted_length_pmf, accepted_upper_bound, block_weights, expected_accepted
 from ..toy import MarkovLM, toy_pair
 from . import register
 
@@ -11,6 +11,8 @@ EX1_P, EX1_Q, EX1_K = (0.25, 0.75), (0.75, 0.25), 2
 EX2_V, EX2_CLOSENESS, EX2_SEED = 3, 0.3, 5
 EX3_V, EX3_CLOSENESS, EX3_SEED, EX3_K = 4, 0.5, 8, 3
 EX4_P, EX4_Q, EX4_K = (1 / 3, 2 / 3), (2 / 3, 1 / 3), 3
+#: Exercise 9.5: the same laws at every position, and one draft block of length 3.
+EX5_P, EX5_Q, EX5_DRAFT = (0.6, 0.25, 0.15), (0.1, 0.3, 0.6), (1, 1, 0)
 
 
 def ex2_pair():
@@ -47,11 +49,20 @@ def _ex4():
                      expected_accepted(p, q, EX4_K), accepted_upper_bound(p, q, EX4_K)])
 
 
+def _ex5():
+    p, q = np.array(EX5_P), np.array(EX5_Q)
+    k = len(EX5_DRAFT)
+    _, h = block_weights(np.tile(p, (k + 1, 1)), np.tile(q, (k, 1)), list(EX5_DRAFT))
+    return h[1:k].copy()
+
+
 register("ch9-ex1", _ex1, rtol=1e-6,
-         hint="Enumerate the four draft blocks; E[τ] = Σᵢ Σ_{xⁱ} Q(xⁱ)·aᵢ(xⁱ) for block.")
+         hint="Enumerate the four draft blocks; E[ℓ] = Σᵢ Σ_{xⁱ} Q(xⁱ)·aᵢ(xⁱ) for block.")
 register("ch9-ex2", _ex2, rtol=1e-6,
-         hint="P(τ = 2) = Σ_{x,y} min(q₁(x)q₂(y|x), min(q₁(x), p₁(x))·p₂(y|x)).")
+         hint="P(ℓ = 2) = Σ_{x,y} min(q₁(x)q₂(y|x), min(q₁(x), p₁(x))·p₂(y|x)).")
 register("ch9-ex3", _ex3, rtol=1e-6,
-         hint="With a one-hot draft, P(τ ≥ i) = Π_{j≤i} pⱼ(dⱼ) along the draft's path.")
+         hint="With a one-hot draft, P(ℓ ≥ i) = Π_{j≤i} pⱼ(dⱼ) along the draft's path.")
 register("ch9-ex4", _ex4, rtol=1e-6,
-         hint="Three numbers: token-wise E[τ], block E[τ], Σᵢ Σ min(P(xⁱ), Q(xⁱ)).")
+         hint="Three numbers: token-wise E[ℓ], block E[ℓ], Σᵢ Σ min(P(xⁱ), Q(xⁱ)).")
+register("ch9-ex5", _ex5, rtol=1e-6,
+         hint="Two numbers, h₁ and h₂; work backwards from h₃ = a₃.")

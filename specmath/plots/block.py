@@ -36,17 +36,24 @@ def plot_accepted_by_k(target, draft, ks=(1, 2, 3, 4), context=(), ax=None):
     return fig
 
 
-def plot_realmodel_gain(summary: dict, ax=None):
-    """Exact-given-draft gain in E[τ] of block over token-wise on the real pair, by draft
-    length k' ≤ k, with 95 % bootstrap intervals over prompts (ch. 9; block_cpu.json)."""
+def plot_realmodel_gain(summary: dict, ax=None, *, per_prompt: dict | None = None):
+    """Prefix-conditional gain in E[ℓ] of block over token-wise on the real pair, by draft
+    length k' ≤ k (ch. 9; block_cpu.json): bars are the means over prompts; with
+    ``per_prompt`` (the file's ``summary["per_prompt"]``) one dot per prompt, no interval
+    (a handful of prompts supports no stated coverage level)."""
     fig, ax = axes_or_new(ax)
     g = np.asarray(summary["exact_gain_by_k"], dtype=float)
-    ci = np.asarray(summary["exact_gain_by_k_ci95"], dtype=float)
     ks = np.arange(1, g.size + 1)
     ax.bar(ks, g, width=0.6, color=PALETTE["target"], alpha=0.5, edgecolor=PALETTE["target"],
-           label="block − token-wise, E[τ] given the drafts")
-    ax.errorbar(ks, g, yerr=[g - ci[:, 0], ci[:, 1] - g], fmt="none", color=PALETTE["dark"],
-                capsize=4, label="95 % bootstrap interval over prompts")
+           label="block − token-wise, mean over prompts")
+    if per_prompt:
+        pts = np.array([row["exact_gain_by_k"] for row in per_prompt.values()], dtype=float)
+        if pts.ndim != 2 or pts.shape[1] != g.size:
+            raise ValueError("per_prompt rows must have exact_gain_by_k of the summary's length")
+        jitter = np.linspace(-0.18, 0.18, pts.shape[0])
+        for j, row in enumerate(pts):
+            ax.plot(ks + jitter[j], row, "o", ms=3, color=PALETTE["dark"],
+                    label="one prompt" if j == 0 else None)
     ax.set_xticks(ks)
     ax.set_xlabel("draft length k′")
     ax.set_ylabel("gain in accepted drafts per iteration")

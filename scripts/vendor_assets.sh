@@ -36,6 +36,14 @@ find "$NM/@jupyter-widgets/html-manager/dist" -maxdepth 1 -type f \
 cp "$NM/requirejs/require.js" "$DEST/require.js"
 cp "$NM/mathjax/LICENSE" "$DEST/mathjax/LICENSE"
 cp "$NM/@jupyter-widgets/html-manager/package.json" "$DEST/html-manager/package.json"
+# Vega, Vega-Lite and vega-embed (UMD builds): the explorers' live charts on the site
+# (specmath.widgets, loaded by _static/specmath-explorers.js only on pages with one).
+mkdir -p "$DEST/vega"
+cp "$NM/vega/build/vega.min.js" "$NM/vega-lite/build/vega-lite.min.js" \
+   "$NM/vega-embed/build/vega-embed.min.js" "$DEST/vega/"
+cp "$NM/vega/LICENSE" "$DEST/vega/LICENSE-vega"
+cp "$NM/vega-lite/LICENSE" "$DEST/vega/LICENSE-vega-lite"
+cp "$NM/vega-embed/LICENSE" "$DEST/vega/LICENSE-vega-embed"
 TEST_DEST=tests/site/vendor
 rm -rf "$TEST_DEST"
 mkdir -p "$TEST_DEST"

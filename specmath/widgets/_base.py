@@ -7,8 +7,14 @@ from collections.abc import Callable
 import matplotlib.pyplot as plt
 
 
-def explorer(plot: Callable[..., object], controls: dict, *, show_controls: bool = True):
+def explorer(plot: Callable[..., object], controls: dict, *, show_controls: bool = True,
+             live: Callable[[], dict] | None = None):
     """Show ``plot(**defaults)`` as a static figure, then controls that redraw it.
+
+    With a kernel (Jupyter, Colab) the controls redraw the figure. The website has no
+    kernel: there ``live()``'s Vega-Lite spec (see :mod:`specmath.widgets._live`), emitted
+    as a hidden HTML output, replaces the figure and the frozen controls with a chart that
+    recomputes in the browser; an explorer without ``live`` shows only its default figure.
 
     Parameters
     ----------
@@ -18,6 +24,8 @@ def explorer(plot: Callable[..., object], controls: dict, *, show_controls: bool
         name → ipywidgets control (its ``value`` is the default).
     show_controls : bool
         False displays only the static figure (for documents without a kernel).
+    live : callable, optional
+        Returns the website's Vega-Lite spec (a dict) for this explorer's defaults.
 
     Returns
     -------
@@ -45,4 +53,9 @@ def explorer(plot: Callable[..., object], controls: dict, *, show_controls: bool
         w.observe(redraw, names="value")
     box = widgets.VBox(list(controls.values()))
     display(box)
+    from IPython.display import HTML
+
+    from ._live import live_html
+
+    display(HTML(live_html(live() if live is not None else None)))
     return box

@@ -149,27 +149,34 @@ def test_committed_block_result_has_provenance_and_consistent_summary():
 
 
 def test_chapter_9_reading_of_the_committed_result_holds():
-    # What the chapter's prose says about block_cpu.json (the notebook asserts the same):
-    # exact gain resolved; measured gain unresolved (interval contains 0); speed ratio
-    # interval contains 1 and 1 + the E[N] gain, and is wider than that gain; the task with
-    # the smallest gain has the best draft, with intervals separated from the others'.
+    # What the chapter's prose says about block_cpu.json (the notebook asserts the same),
+    # at the prompt level (12 prompts support no stated bootstrap coverage, Part II review
+    # finding 4): the mean gain strictly increases with k'; the measured difference of N
+    # has both signs over prompts and an exact sign test does not reject 0 at 0.05; the
+    # speed ratios straddle 1 and 1 + the E[N] gain; one task holds the smallest gains and
+    # the best drafts (exploratory; exchangeable-prompt probability 3 / C(12, 4)).
+    from math import comb
+
+    from scipy.stats import binomtest
     path = ROOT / "specmath" / "data" / "results" / "block_cpu.json"
     if not path.exists():
         pytest.skip("specmath/data/results/block_cpu.json not recorded yet")
     R = json.loads(path.read_text())
-    S, by_task = R["summary"]["all"], R["summary"]["by_task"]
-    assert S["exact_gain_ci95"][0] > 0
-    assert all(lo > 0 for lo, _ in S["exact_gain_by_k_ci95"][1:])
+    S, per = R["summary"]["all"], R["summary"]["per_prompt"]
+    gain = np.array([r["exact_gain"] for r in per.values()])
+    meas = np.array([r["measured_gain"] for r in per.values()])
+    speed = np.array([r["speed_ratio_cpu"] for r in per.values()])
+    tw = np.array([r["exact_tau_tokenwise"] for r in per.values()])
+    task = np.array([r["task"] for r in per.values()])
+    assert gain.mean() == pytest.approx(S["exact_gain"])
     assert np.all(np.diff(S["exact_gain_by_k"]) > 0)
-    lo, hi = S["measured_gain_ci95"]
-    assert lo <= 0 <= hi and lo <= S["exact_gain"] <= hi
-    lo, hi = S["speed_ratio_cpu_ci95"]
+    assert meas.min() < 0 < meas.max()
+    assert binomtest(int((meas > 0).sum()), int((meas != 0).sum())).pvalue > 0.05
     rel = S["exact_relative_gain_EN"]
-    assert lo <= 1 <= hi and lo <= 1 + rel <= hi and (hi - lo) / 2 > rel
-    low = min(by_task, key=lambda t: by_task[t]["exact_gain"])
-    assert low == max(by_task, key=lambda t: by_task[t]["exact_tau_tokenwise"])
-    for t in by_task:
-        if t != low:
-            assert by_task[low]["exact_gain_ci95"][1] < by_task[t]["exact_gain_ci95"][0]
-            assert (by_task[low]["exact_tau_tokenwise_ci95"][0]
-                    > by_task[t]["exact_tau_tokenwise_ci95"][1])
+    assert speed.min() < 1 < 1 + rel < speed.max()
+    assert binomtest(int((speed > 1).sum()), speed.size).pvalue > 0.05
+    low = task[np.argmin(gain)]
+    n_low = int((task == low).sum())
+    assert set(task[np.argsort(gain)[:n_low]]) == {low}
+    assert set(task[np.argsort(-tw)[:n_low]]) == {low}
+    assert len(set(task)) / comb(task.size, n_low) < 0.01

@@ -518,3 +518,161 @@ def test_sum_tolerance_is_documented_and_applied():
 def test_grid_input_error_reports_an_offending_value():
     with pytest.raises(ValueError, match=r"c must be > 0; got -1"):
         sm.speedup(np.linspace(0, 1, 5)[:, None], 3, np.array([10.0, -1.0]))
+
+
+# ---- issue 16 (N6): rows as engines hand them over, in every format -----------------------
+# The tolerance is derived in specmath._validate.sum_tolerance (storage rounding, float16
+# underflow, running-sum losses); these tests hold it against rows made the ways engines make
+# them: torch and numpy, float32, float16 and bfloat16, pairwise, eight-lane and left-to-right
+# normalisers, several temperatures. Rows truly off (0.99, 0.999 in float32), NaN, inf and
+# negative entries stay rejected.
+
+V_REAL = 151_936
+
+
+def _exp_rows(seed: int, scales) -> list[np.ndarray]:
+    """float32 exp(z − max z) for Gaussian logits of each standard deviation (= 1/T)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in scales:
+        z = (s * rng.standard_normal(V_REAL)).astype(np.float32)
+        out.append(np.exp(z - z.max()).astype(np.float32))
+    return out
+
+
+def _normalise(e: np.ndarray, how: str) -> np.ndarray:
+    """e / Σe in float32, Σ taken pairwise (numpy), in 8 lanes, or left to right."""
+    if how == "pairwise":
+        s = e.sum(dtype=np.float32)
+    elif how == "lanes":
+        s = np.cumsum(e.reshape(-1, 8), axis=0, dtype=np.float32)[-1].sum(dtype=np.float32)
+    else:
+        s = np.cumsum(e, dtype=np.float32)[-1]          # a plain running sum
+    return (e / s).astype(np.float32)
+
+
+SCALES = (1.0, 2.0, 3.0, 3.5, 4.0, 5.0, 8.0)   # logit std: temperature 1/scale
+
+
+@pytest.mark.parametrize("how", ["pairwise", "lanes", "sequential"])
+def test_float32_rows_normalised_any_way_are_accepted_at_every_temperature(how):
+    from specmath._validate import sum_tolerance
+    offs = []
+    for e in _exp_rows(16, SCALES) + _exp_rows(17, SCALES):
+        p = _normalise(e, how)
+        offs.append(abs(p.astype(float).sum() - 1))
+        assert 0 < sm.acceptance_probability(p, p[::-1].copy()) < 1
+    if how == "sequential":
+        # the old rule (one tolerance, 2.32e-4) refused some of these rows
+        assert max(offs) > sum_tolerance(V_REAL, "float32")
+
+
+@pytest.mark.parametrize("how", ["pairwise", "sequential"])
+def test_float16_rows_with_tails_flushed_to_zero_are_accepted(how):
+    """numpy: float32 softmax stored in float16; most tail entries become subnormal or 0."""
+    from specmath._validate import sum_tolerance
+    offs = []
+    rows = _exp_rows(18, SCALES)
+    for top in (17.0, 18.0, 19.0):    # confident rows: one logit far above an N(0, 1) tail
+        z = np.random.default_rng(int(top)).standard_normal(V_REAL).astype(np.float32)
+        z[3] += np.float32(top)
+        rows.append(np.exp(z - z.max()).astype(np.float32))
+    for e in rows:
+        p = _normalise(e, how).astype(np.float16)
+        assert (p < 2.0 ** -14).mean() > 0.8       # nearly the whole tail below 2⁻¹⁴
+        offs.append(abs(p.astype(float).sum() - 1))
+        assert 0 < sm.acceptance_probability(p, p[::-1].copy()) <= 1
+    assert max(offs) > sum_tolerance(V_REAL, "float16")   # the old rule refused these
+
+
+@pytest.mark.parametrize("temperature", [0.3, 0.7, 1.0, 1.5])
+def test_torch_softmax_rows_in_float32_float16_and_bfloat16_are_accepted(temperature):
+    torch = pytest.importorskip("torch")
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(3, V_REAL, generator=g)
+    z[0, 7] += 18.0    # a confident row (the review's float16 case: p_top ≈ 0.997)
+    z[1] *= 3.0
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        p = torch.softmax((z / temperature).to(dtype), -1)
+        a = sm.acceptance_probability(p, p.flip(0))
+        assert np.all((0 <= a) & (a <= 1)), dtype
+        assert len(sm.speculative_step(p, p[:2], [7, 7], np.random.default_rng(0))) >= 1
+        if dtype is torch.float32:
+            # upcast before reading, and read through numpy: the same rows pass
+            sm.acceptance_probability(p.numpy(), p.numpy())
+
+
+def test_the_review_float16_row_off_by_8e_4_is_accepted():
+    """N6: a confident float16 row at V = 151,936 with 148,940 tail entries flushed to 0."""
+    torch = pytest.importorskip("torch")
+    from specmath._validate import row_sum_tolerances, sum_tolerance
+    g = torch.Generator().manual_seed(3)
+    found = None
+    for top in np.arange(14.0, 20.0, 0.25):
+        z = torch.randn(V_REAL, generator=g)
+        z[0] += float(top)
+        p = torch.softmax(z.half(), -1)
+        off = 1 - p.double().sum().item()
+        if off > sum_tolerance(V_REAL, "float16"):
+            found = p
+            break
+    assert found is not None, "no float16 row beyond the old tolerance: test is vacuous"
+    below, _ = row_sum_tolerances(found.double().numpy(), "float16")
+    assert off < below < 0.01
+    assert sm.acceptance_probability(found, found) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("how", ["pairwise", "sequential"])
+def test_rows_truly_off_are_still_rejected_in_every_format(how):
+    torch = pytest.importorskip("torch")
+    e = _exp_rows(19, (1.0, 3.0, 3.5, 5.0, 8.0))
+    for row in e:
+        p32 = _normalise(row, how)
+        for fac in (0.99, 0.999, 1.001):   # float32: 0.999 and 1.001 stay out of reach
+            with pytest.raises(ValueError, match=r"p must sum to 1 .*float32 rows"):
+                sm.acceptance_probability(p32 * np.float32(fac), p32)
+        with pytest.raises(ValueError, match=r"p must sum to 1 .*float16 rows"):
+            sm.acceptance_probability((p32 * np.float32(0.99)).astype(np.float16), p32)
+        with pytest.raises(ValueError, match=r"p must sum to 1 .*bfloat16 rows"):
+            sm.acceptance_probability(torch.from_numpy(p32 * np.float32(0.99)).bfloat16(),
+                                      p32)
+    p16 = _normalise(e[0], how).astype(np.float16)
+    for bad, msg in ((np.float16(np.nan), "contains NaN"), (np.float16(np.inf), "contains inf"),
+                     (np.float16(-1e-3), "has negative entries")):
+        q = p16.copy()
+        q[5] = bad
+        with pytest.raises(ValueError, match=rf"p {msg}"):
+            sm.acceptance_probability(q, p16)
+        with pytest.raises(ValueError, match=rf"q {msg}"):
+            sm.acceptance_probability(torch.from_numpy(p16), torch.from_numpy(q).bfloat16())
+
+
+def test_row_tolerances_add_exactly_the_underflow_and_lost_mass_terms():
+    from specmath._validate import ROUNDING_LAMBDA, row_sum_tolerances, sum_tolerance
+    V = 1000
+    base16 = sum_tolerance(V, "float16")
+    assert base16 == pytest.approx(2.0 ** -11 + ROUNDING_LAMBDA * np.sqrt(V) * 2.0 ** -24)
+    row = np.full(V, 1e-6)                  # 999 entries below float16's smallest normal
+    row[0] = 1 - row[1:].sum()
+    below, above = row_sum_tolerances(row, "float16")
+    assert below == pytest.approx(base16 + 999 * 2.0 ** -25)
+    # a running sum loses a term below u_a times the mass before it: 1e-6 > 2⁻²⁴ · 1 here
+    assert above == pytest.approx(below)
+    row = np.full(V, 1e-8)                  # now every tail term is lost after the first
+    row[0] = 1 - row[1:].sum()
+    below, above = row_sum_tolerances(row, "float32")
+    assert below == pytest.approx(sum_tolerance(V, "float32"))   # float32: no underflow
+    assert above - below == pytest.approx(999 * 1e-8)
+    # the tolerance above one never exceeds a derived worst case: V η/2 + γ_{V−1}-free mass
+    assert above - below <= row[1:].sum() + 1e-18
+
+
+def test_tolerances_per_format_at_vocab_151936_before_and_worst_case():
+    """The numbers the report quotes: base tolerance per format and the float16 maximum."""
+    from specmath._validate import sum_tolerance
+    assert sum_tolerance(V_REAL, "float32") == pytest.approx(2.32e-4, rel=0.01)
+    assert sum_tolerance(V_REAL, "float16") == pytest.approx(7.2e-4, rel=0.01)
+    assert sum_tolerance(V_REAL, "bfloat16") == pytest.approx(4.14e-3, rel=0.01)
+    # float16 worst case: every entry below 2⁻¹⁴, each off by ≤ 2⁻²⁵: still rejects 0.99
+    worst16 = sum_tolerance(V_REAL, "float16") + V_REAL * 2.0 ** -25
+    assert worst16 == pytest.approx(5.25e-3, rel=0.01) and worst16 < 0.01

@@ -64,8 +64,10 @@ def _ex5():
             acceptance_probability(DATA["tv_p"], DATA["tv_q"])]
 
 
-register("ch0-ex1", _ex1, hint="Leviathan et al.'s c is draft time ÷ target time.")
-register("ch0-ex2", _ex2, hint="In our letters p is the target, which Chen et al. call q.")
-register("ch0-ex3", _ex3, hint="Our c is target time ÷ draft time; theirs is the inverse.")
-register("ch0-ex4", _ex4, hint="softmax(z / T): divide the logits by T first.")
-register("ch0-ex5", _ex5, hint="TV is half the sum of absolute differences.")
+register("ch0-ex1", _ex1, hint="Check which way round each paper writes its time ratio before converting.")
+register("ch0-ex2", _ex2, hint=("Match the letters first: which of the paper's letters names the "
+              "target, which the draft?"))
+register("ch0-ex3", _ex3, hint=("Our c and theirs are ratios of the same two times, taken the other way "
+              "round."))
+register("ch0-ex4", _ex4, hint="Where does the temperature act: on the logits or on the probabilities?")
+register("ch0-ex5", _ex5, hint="Start from the definition of total variation in the notation table.")

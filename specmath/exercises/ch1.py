@@ -60,10 +60,13 @@ def _ex5():
     return [kv / 1e9, A / 1e9, n_star, ratio]
 
 
-register("ch1-ex1", _ex1, hint="n* = peak × bytes per parameter ÷ (2 × bandwidth).")
-register("ch1-ex2", _ex2, hint="At n = 1 the pass is memory-bound: bytes ÷ bandwidth.")
-register("ch1-ex3", _ex3, atol=0.5, hint="k + 1 tokens must not exceed the ridge point.")
-register("ch1-ex4", _ex4, hint="Both models are memory-bound, so c is a ratio of bytes.")
-register("ch1-ex5", _ex5, hint="Keys and values: 2 × layers × kv_heads × head_dim × context "
-         "× 2 bytes; attention: 4 × layers × q_heads × head_dim × context FLOPs; then "
-         "equate the two roofline terms.")
+register("ch1-ex1", _ex1, hint=("Where does the roofline's compute limit meet its memory limit? Count "
+              "one token's FLOPs and bytes."))
+register("ch1-ex2", _ex2, hint=("With one token per pass, which resource limits the time: arithmetic or "
+              "memory?"))
+register("ch1-ex3", _ex3, atol=0.5, hint=("How many tokens does one verification pass score, and up to which "
+              "point does its time stay flat?"))
+register("ch1-ex4", _ex4, hint=("When both passes are limited by the same resource, what sets their "
+              "time ratio?"))
+register("ch1-ex5", _ex5, hint=("Count the cache's bytes and the attention's FLOPs per token "
+              "separately, then ask where the two roofline terms meet."))

@@ -49,12 +49,13 @@ def _ex5():
     return int(tree_attention_mask(par).sum())
 
 
-register("ch10-ex1", _ex1, hint="β₁ = Σ min(p, q); r₂ = norm(max(0, p − q)); "
-         "β₂ = Σ min(r₂, q); answer 1 − (1 − β₁)(1 − β₂).")
-register("ch10-ex2", _ex2, hint="With p = δ_y a candidate is kept exactly when it equals y.")
-register("ch10-ex3", _ex3, hint="Without replacement the second candidate comes from q with "
-         "the first removed; average over the first candidate.")
-register("ch10-ex4", _ex4, hint="E[N] = 1 + Σ over nodes of the product of a along the path; "
-         "give [best tree, chain].")
+register("ch10-ex1", _ex1, hint=("Each later candidate faces what the previous rejection left of p; find "
+              "each acceptance probability in turn."))
+register("ch10-ex2", _ex2, hint="With a one-hot target, when exactly is a candidate kept?")
+register("ch10-ex3", _ex3, hint=("Without replacement the second candidate depends on the first: "
+              "condition on the first."))
+register("ch10-ex4", _ex4, hint=("Each node adds the probability of reaching it; give the best tree and "
+              "the chain in the order asked."))
 register("ch10-ex5", _ex5, rtol=0.0, atol=0.0,
-         hint="A row of the mask has one entry per node on the path: its depth.")
+         hint=("How many entries does one row of the tree mask have? Count along the "
+              "path."))

@@ -48,10 +48,12 @@ def _ex4():
     return np.array([s, s / best])
 
 
-register("ch11-ex1", _ex1, hint="E[N²] = Σ_{j=0}^{k} (2j + 1) α^j; subtract E[N]².")
+register("ch11-ex1", _ex1, hint=("Tail sums give the second moment as they gave the mean; then the "
+              "variance."))
 register("ch11-ex2", _ex2, rtol=0.0, atol=0.0,
-         hint="B* = n*(E[N] − k/c)/(k + 1) with n* = F b/(2W) and c = 70/7; the answer is "
-              "the first integer above B*.")
-register("ch11-ex3", _ex3, hint="Σ n_i / Σ (n_i / S_i), then the plain mean of the S_i.")
-register("ch11-ex4", _ex4, hint="1/(1 − α + α/c); the best fixed k maximises "
-         "(1 − α^(k+1)) / ((1 − α)(1 + k/c)).")
+         hint=("As the batch grows, where does verifying k + 1 tokens per sequence "
+              "stop being nearly free?"))
+register("ch11-ex3", _ex3, hint=("A ratio of means weights each request by its length; a mean of ratios "
+              "does not."))
+register("ch11-ex4", _ex4, hint=("Compare the adaptive limit with the best fixed draft length's speedup, "
+              "in the order asked."))

@@ -59,11 +59,12 @@ def _ex5():
     return float(first @ second)
 
 
-register("ch2-ex1", _ex1, hint="Only the top token x* of p gets extra mass: q(x*)·(1 − p(x*)).")
-register("ch2-ex2", _ex2, atol=1e-9, hint="Keep max(0, p − q), then divide by its sum.")
-register("ch2-ex3", _ex3, hint="Where can the residual put mass, and where can a rejection "
-         "happen?")
-register("ch2-ex4", _ex4, hint="The draft always proposes argmax q, but the verifier "
-         "believes it was drawn from q.")
-register("ch2-ex5", _ex5, hint="Enumerate the first drafted token; the second acceptance "
-         "depends on it.")
+register("ch2-ex1", _ex1, hint=("Which token gains mass under this rule, and where does the gain come "
+              "from?"))
+register("ch2-ex2", _ex2, atol=1e-9,
+         hint=("What is left of p once the draft's proposals have been accepted? It "
+               "still has to be a distribution."))
+register("ch2-ex3", _ex3, hint="Where can the residual put mass, and where can a rejection happen?")
+register("ch2-ex4", _ex4, hint=("The draft always proposes its top token, but the verifier believes it "
+              "was sampled."))
+register("ch2-ex5", _ex5, hint="Enumerate the first drafted token; the second acceptance depends on it.")

@@ -38,8 +38,12 @@ def _ex5():
     return tv_distance(p, q)
 
 
-register("ch3-ex1", _ex1, hint="α is Σ min(p, q) over all tokens.")
-register("ch3-ex2", _ex2, hint="Write min(p, (1 − w)q + wp) as wp + (1 − w)·min(p, q).")
-register("ch3-ex3", _ex3, hint="Use overlap_pair(0.0, temperature, 0.0).")
-register("ch3-ex4", _ex4, hint="With prior π on the target, guess 'target' where πp(x) > (1 − π)q(x).")
-register("ch3-ex5", _ex5, hint="The largest gap P(A) − Q(A) is attained at A = {p > q}.")
+register("ch3-ex1", _ex1, hint=("Go back to the definition of α in this chapter and evaluate it token "
+              "by token."))
+register("ch3-ex2", _ex2, hint="Use the chapter's theorem on mixing: how does α move with the weight w?")
+register("ch3-ex3", _ex3, hint=("Which function of the chapter builds the pair at another temperature, "
+              "with no shift and no mixing?"))
+register("ch3-ex4", _ex4, hint=("Decide token by token: which of the two prior-weighted probabilities "
+              "is larger?"))
+register("ch3-ex5", _ex5, hint=("Which tokens should a subset contain to make P(A) − Q(A) as large as "
+              "possible?"))

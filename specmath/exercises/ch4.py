@@ -55,9 +55,16 @@ def _ex6():
     return expected_tokens_markov(target, draft, EX6_K)
 
 
-register("ch4-ex1", _ex1, hint="E[N] = (1 − α^(k+1)) / (1 − α); give both values as a pair.")
-register("ch4-ex2", _ex2, hint="E[N²] = Σ (2n − 1) P(N ≥ n); then subtract E[N]².")
-register("ch4-ex3", _ex3, hint="Invert rate = (E[N] − 1)/k for α, then compute E[N].")
-register("ch4-ex4", _ex4, rtol=0.0, atol=0.0, hint="Find the smallest k with α^(k+1) ≤ 1 − fraction.")
-register("ch4-ex5", _ex5, hint="All k drafts are accepted with probability α^k.")
-register("ch4-ex6", _ex6, hint="T = Σ_{n<k} MⁿR + MᵏP; π solves πT = π; answer π · E[N | ·].")
+register("ch4-ex1", _ex1, hint=("Which closed form of this chapter gives the mean tokens per iteration? "
+              "Use it at both α."))
+register("ch4-ex2", _ex2, hint=("The tail-sum trick of the chapter works for the second moment too; "
+              "then take the variance."))
+register("ch4-ex3", _ex3, hint=("Express the dashboard's rate through the mean tokens per iteration: "
+              "what does it fix without α?"))
+register("ch4-ex4", _ex4, rtol=0.0, atol=0.0,
+         hint=("How far below its ceiling is the mean at draft length k? Find where "
+               "that gap first gets small enough."))
+register("ch4-ex5", _ex5, hint=("When does an iteration use all its drafts? Every one of them must be "
+              "accepted."))
+register("ch4-ex6", _ex6, hint=("Build the kernel between starting states first; its stationary law "
+              "then weights the per-state means."))

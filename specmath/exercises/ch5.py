@@ -59,14 +59,17 @@ def alpha_for_best_speedup(c: float, target_speedup: float) -> float:
 
 
 register("ch5-ex1", lambda: breakeven_alpha(**PARAMS["ch5-ex1"]),
-         hint="compare S at k = 1 with S at k = 0.")
+         hint="Compare drafting one token with not drafting at all.")
 register("ch5-ex2", lambda: best_k_and_speedup(**PARAMS["ch5-ex2"]),
-         hint="answer [x*, S(x*), best integer k, S(k)]; x* from the Lambert-W form.")
+         hint=("The chapter's Lambert-W form gives the continuous optimum; the best "
+              "integer is one of its neighbours."))
 register("ch5-ex3", lambda: np.array([optimal_k(PARAMS["ch5-ex3"]["alpha"], c, k_max=K_MAX)
                                       for c in (PARAMS["ch5-ex3"]["c_slow"],
                                                 PARAMS["ch5-ex3"]["c_fast"])], dtype=float),
-         hint="answer [best k for the slow draft, best k for the fast draft].")
+         hint=("Give the two best draft lengths in the order the statement asks (slow "
+              "draft first)."))
 register("ch5-ex4", lambda: indifference_alpha(**PARAMS["ch5-ex4"]), rtol=1e-3,
-         hint="S(k+1) − S(k) is increasing in α: bisect.")
+         hint=("How often can the difference of the two speedups change sign as α "
+              "grows? Then search for that point."))
 register("ch5-ex5", lambda: alpha_for_best_speedup(**PARAMS["ch5-ex5"]), rtol=1e-3,
-         hint="for each α take the best k, then bisect on α.")
+         hint="For each α only the best draft length matters; then search over α.")

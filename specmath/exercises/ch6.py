@@ -54,8 +54,14 @@ def _ex5():
     return expected_tokens_positional(a)
 
 
-register("ch6-ex1", _ex1, atol=1e-6, hint="answer [α at T = 0, at T = 1, at T = 100].")
-register("ch6-ex2", _ex2, hint="answer [H at T = 1, H at T = 0.5] in bits.")
-register("ch6-ex3", _ex3, hint="answer [exact E[N], i.i.d. formula at the mean α].")
-register("ch6-ex4", _ex4, hint="answer [E[N] averaged over contexts, E[N] at the mean α].")
-register("ch6-ex5", _ex5, hint="use specmath.positional.markov_acceptance_by_position.")
+register("ch6-ex1", _ex1, atol=1e-6,
+         hint=("What does each temperature do to the two distributions before you "
+               "compare them? Keep the statement's order."))
+register("ch6-ex2", _ex2, hint=("Entropy in bits uses the base-2 logarithm; give the two temperatures "
+              "in the order asked."))
+register("ch6-ex3", _ex3, hint=("Average the product of the acceptances along positions, not the "
+              "acceptances themselves."))
+register("ch6-ex4", _ex4, hint=("Average over the contexts at the end, not at the start: the two orders "
+              "differ (Jensen)."))
+register("ch6-ex5", _ex5, hint=("specmath.positional has a tool for the acceptance by position of a "
+              "Markov chain."))

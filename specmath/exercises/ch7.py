@@ -72,19 +72,24 @@ def _ex5() -> int:
 
 # ch7-ex1: target passes of greedy decoding with k = 3 along chat-1's first 24 agreements
 register("ch7-ex1", _ex1, rtol=0, atol=0.5,
-         hint="one target pass per iteration; an iteration emits the accepted drafts + 1.")
+         hint=("How many target passes does an iteration cost, and how many tokens "
+              "does it emit?"))
 
 # ch7-ex2: the pooled acceptance by position that survivorship alone predicts
 register("ch7-ex2", _ex2, rtol=1e-3,
-         hint="position i is reached n_r α_r^i times in run r and accepted n_r α_r^(i+1).")
+         hint=("Count, in each run, how often each position is reached and how often "
+              "it is accepted, then pool."))
 
 # ch7-ex3: α from the accepted ÷ drafted rate of the chat run at T = 1 (Newton by hand)
 register("ch7-ex3", _ex3, rtol=1e-3,
-         hint="r(α) = (α + α² + … + α^k)/k; Newton from α = 1 converges monotonically.")
+         hint=("The rate grows monotonically with α, so any one-dimensional "
+              "root-finder will do."))
 
 # ch7-ex4: the largest verification cost V at which k = 4 still breaks even (S = 1)
-register("ch7-ex4", _ex4, rtol=1e-3, hint="solve E[N] / (k/c + V) = 1 for V.")
+register("ch7-ex4", _ex4, rtol=1e-3, hint=("At break-even the speedup is exactly one; solve that for the "
+              "verification cost."))
 
 # ch7-ex5: the best k on the test split's greedy texts with measured c and V(k)
 register("ch7-ex5", _ex5, rtol=0, atol=0.5,
-         hint="pool the full iterations of all test texts at each k; divide by k/c + V(k).")
+         hint=("Pool the iterations of all test texts at each draft length before "
+              "pricing them."))

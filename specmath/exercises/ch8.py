@@ -64,9 +64,13 @@ def _ex5():
                      alpha_from_mean_tokens(en2, EX5_SGLANG_K)])
 
 
-register("ch8-ex1", _ex1, hint="α_greedy = p(argmax q); α = Σ min(p, q); give the pair.")
-register("ch8-ex2", _ex2, hint="A one-hot test accepts x with probability p(x); average over x ~ q.")
-register("ch8-ex3", _ex3, hint="P(x) = 1[x = x*]·min(1, p/q)(x*) + (1 − β)·norm(max(0, p − q)).")
-register("ch8-ex4", _ex4, hint="β(l) = Σ min(q, p/l) is piecewise 1/l; TV = β(l) − α.")
-register("ch8-ex5", _ex5, hint="E[N] = 1 + k·rate for vLLM's rate; SGLang's length is E[N]; "
-         "then invert E[N] = (1 − α^(k+1))/(1 − α).")
+register("ch8-ex1", _ex1, hint=("One rule looks only at the draft's top token; the other at the overlap "
+              "of the whole distributions."))
+register("ch8-ex2", _ex2, hint=("With which probability does a one-hot test accept a given token? Then "
+              "average over the draft."))
+register("ch8-ex3", _ex3, hint=("Split the output into the accepted top token and what the residual "
+              "emits after a rejection."))
+register("ch8-ex4", _ex4, hint=("The lenient acceptance is piecewise simple in l: find the piece that "
+              "reaches the stated β."))
+register("ch8-ex5", _ex5, hint=("Turn each engine's metric into tokens per iteration first, then invert "
+              "the chapter's formula for α."))

@@ -57,12 +57,16 @@ def _ex5():
 
 
 register("ch9-ex1", _ex1, rtol=1e-6,
-         hint="Enumerate the four draft blocks; E[ℓ] = Σᵢ Σ_{xⁱ} Q(xⁱ)·aᵢ(xⁱ) for block.")
+         hint=("Enumerate the four draft blocks with their probabilities; block "
+              "verification works on prefixes."))
 register("ch9-ex2", _ex2, rtol=1e-6,
-         hint="P(ℓ = 2) = Σ_{x,y} min(q₁(x)q₂(y|x), min(q₁(x), p₁(x))·p₂(y|x)).")
+         hint=("Bound the chance of keeping both tokens by what exactness at each "
+              "length allows."))
 register("ch9-ex3", _ex3, rtol=1e-6,
-         hint="With a one-hot draft, P(ℓ ≥ i) = Π_{j≤i} pⱼ(dⱼ) along the draft's path.")
+         hint=("With a one-hot draft the block is fixed: follow its path through the "
+              "target's probabilities."))
 register("ch9-ex4", _ex4, rtol=1e-6,
-         hint="Three numbers: token-wise E[ℓ], block E[ℓ], Σᵢ Σ min(P(xⁱ), Q(xⁱ)).")
+         hint=("Three numbers, in the order asked; the ceiling compares the prefix "
+              "probabilities of the two models."))
 register("ch9-ex5", _ex5, rtol=1e-6,
-         hint="Two numbers, h₁ and h₂; work backwards from h₃ = a₃.")
+         hint="Work backwards from the last position of the block.")

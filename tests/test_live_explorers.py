@@ -171,10 +171,185 @@ def test_trees_live_frames_equal_specmath_multidraft_and_best_tree(trees_spec, c
     assert all(x <= n_max for s in got.values() for x in s)
 
 
+def test_live_html_hides_the_spec_outside_the_site_and_escapes_script_ends():
+    spec = {"description": "x</script><b>", "params": [], "mark": "point"}
+    out = live_html(spec)
+    assert out.count("</script>") == 1 and "hidden" in out and "display:none" in out
+    assert json.loads(out.split('class="specmath-live-spec">')[1].split("</script>")[0]
+                      .replace("<\\/", "</")) == spec
+    assert "specmath-live-spec" not in live_html(None)
+
+
+def test_vega_expression_translation_rejects_unsupported_constructs():
+    with pytest.raises(ValueError, match="unsupported"):
+        to_python("a ? b : c")
+    with pytest.raises(ValueError, match="not supported"):
+        to_python("random() + 1")
+    assert to_python("if(datum.a >= 1 && !b, pow(x, 2), 0)") == \
+        '_if(_d["a"] >= 1  and   not b, pow(x, 2), 0)'
+
+
+# --- chapter 3: overlap ------------------------------------------------------------------
+
+@functools.cache
+def _overlap_spec():
+    from specmath.widgets.overlap import overlap_live
+    return overlap_live()
+
+
+@pytest.mark.parametrize("s,t,w", [(1.0, 1.0, 0.0), (-4.0, 0.25, 0.35), (4.0, 3.0, 1.0),
+                                   (2.25, 0.6, 0.5)])
+def test_overlap_live_draft_alpha_and_tv_equal_specmath(s, t, w):
+    from specmath.tv import overlap_pair
+
+    d = evaluate(_overlap_spec(), {"shift": s, "temperature": t, "weight": w})
+    p, q = overlap_pair(s, t, w)
+    np.testing.assert_allclose(_col(d["target"], "p"), p, rtol=1e-12)
+    np.testing.assert_allclose(_col(d["draft"], "q"), q, rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(_col(d["overlap"], "m"), np.minimum(p, q), rtol=1e-9, atol=1e-15)
+    (pt,) = d["this_draft"]
+    assert pt["alpha"] == pytest.approx(float(sm.acceptance_probability(p, q)), abs=1e-12)
+    p0, q0 = overlap_pair(s, t, 0.0)
+    ws = _col(d["alpha_by_weight"], "w")
+    np.testing.assert_allclose(ws, np.linspace(0, 1, 41), atol=1e-15)
+    want = [float(sm.acceptance_probability(p0, sm.mix(p0, q0, x))) for x in ws]
+    np.testing.assert_allclose(_col(d["alpha_by_weight"], "alpha_w"), want, atol=1e-12)
+    np.testing.assert_allclose(_col(d["tv_by_weight"], "tv_w"), 1 - np.array(want), atol=1e-12)
+
+
+# --- chapter 6: temperature --------------------------------------------------------------
+
+@functools.cache
+def _temperature_spec():
+    from specmath.widgets.temperature import temperature_live
+    return temperature_live()
+
+
+@pytest.mark.parametrize("logT,noise,seed", [(0.0, 1.0, 6), (-2.0, 0.0, 0), (2.0, 3.0, 20),
+                                             (-0.55, 0.4, 11)])
+def test_temperature_live_softmax_alpha_curve_and_agreement_equal_specmath(logT, noise, seed):
+    from specmath.temperature import alpha_at_temperature
+    from specmath.widgets.temperature import default_logits
+
+    d = evaluate(_temperature_spec(), {"log_T": logT, "noise": noise, "seed": seed})
+    T = 10 ** logT
+    zp, zq = default_logits(noise=noise, seed=seed)
+    p, q = sm.softmax(zp, T), sm.softmax(zq, T)
+    np.testing.assert_allclose(_col(d["target_bars"], "p"), p[:15], rtol=1e-9, atol=1e-300)
+    np.testing.assert_allclose(_col(d["draft_bars"], "q"), q[:15], rtol=1e-9, atol=1e-300)
+    assert list(np.argsort(-p, kind="stable")[:15]) == list(range(15))
+    (pt,) = d["this_T"]
+    assert pt["alpha"] == pytest.approx(float(sm.acceptance_probability(p, q)), abs=1e-12)
+    ts = _col(d["alpha_by_T"], "T")
+    np.testing.assert_allclose(ts, np.logspace(-2, 2, 121), rtol=1e-12)
+    np.testing.assert_allclose(_col(d["alpha_by_T"], "alpha"),
+                               alpha_at_temperature(zp, zq, ts), atol=1e-12)
+    (ag,) = d["top1_agreement"]
+    assert ag["agree"] == float(sm.top1_agreement(sm.softmax(zp), sm.softmax(zq)))
+
+
+# --- chapter 2: acceptance rule ----------------------------------------------------------
+
+ACC_P = np.array([0.35, 0.25, 0.20, 0.12, 0.08])
+ACC_Q = np.array([0.15, 0.40, 0.10, 0.30, 0.05])
+
+
+@functools.cache
+def _acceptance_spec():
+    from specmath.widgets.acceptance import acceptance_live
+    return acceptance_live(ACC_P, ACC_Q, ["cat", "dog", "fox", "owl", "emu"])
+
+
+@pytest.mark.parametrize("w,T", [(0.3, 1.0), (0.0, 0.2), (1.0, 3.0), (0.65, 1.7)])
+def test_acceptance_live_rule_outputs_equal_specmath(w, T):
+    from specmath.acceptance import naive_output_distribution
+    from specmath.widgets.acceptance import explorer_draft
+
+    d = evaluate(_acceptance_spec(), {"closeness": w, "draft_T": T})
+    q = explorer_draft(ACC_P, ACC_Q, w, T)
+    np.testing.assert_allclose(_col(d["rule_exact"], "out"), ACC_P, rtol=1e-12)
+    for r in ("always-accept", "accept-if-top", "resample-from-p"):
+        np.testing.assert_allclose(_col(d[f"rule_{r}"], "out"),
+                                   naive_output_distribution(ACC_P, q, r), atol=1e-12)
+    np.testing.assert_allclose(_col(d["target"], "p"), ACC_P)
+
+
+# --- chapter 8: lossy verification ------------------------------------------------------
+
+_rng8 = np.random.default_rng(8)
+LOSSY_P = _rng8.dirichlet(np.ones(12) * 0.6, size=60)
+LOSSY_Q = _rng8.dirichlet(np.ones(12) * 0.6, size=60)
+
+
+@functools.cache
+def _lossy_spec():
+    from specmath.widgets.engines import lossy_live
+    return lossy_live(LOSSY_P, LOSSY_Q, k=4, l=0.5, delta=0.3)
+
+
+@pytest.mark.parametrize("l,k,delta", [(0.5, 4, 0.3), (0.05, 1, 0.05), (1.0, 10, 1.0),
+                                       (0.35, 7, 0.65)])
+def test_lossy_live_sweeps_and_selected_setting_equal_specmath(l, k, delta):
+    from specmath.engines import lenient_acceptance, lenient_output_distribution
+    from specmath.plots.engines import lossy_curves
+
+    d = evaluate(_lossy_spec(), {"lenience": l, "k": k, "delta": delta})
+    c = lossy_curves(LOSSY_P, LOSSY_Q, k, np.linspace(1.0, 0.05, 12),
+                     np.geomspace(0.005, 0.6, 12), delta)
+    for name in ("lenient", "typical"):
+        b, en, tv = c[name]
+        np.testing.assert_allclose(_col(d[name], "EN"), en, rtol=1e-9)
+        np.testing.assert_allclose(_col(d[name], "t"), tv, atol=1e-11)
+    (ex,) = d["exact"]
+    assert ex["EN"] == pytest.approx(float(sm.expected_tokens(c["alpha"], k)), rel=1e-12)
+    (sel,) = d["selected"]
+    b = float(np.mean(lenient_acceptance(LOSSY_P, LOSSY_Q, l)))
+    tv = float(np.mean(sm.tv_distance(lenient_output_distribution(LOSSY_P, LOSSY_Q, l), LOSSY_P)))
+    assert sel["EN"] == pytest.approx(float(sm.expected_tokens(b, k)), rel=1e-9)
+    assert sel["t"] == pytest.approx(tv, abs=1e-11)
+    fr = d["impossible"]
+    np.testing.assert_allclose(_col(fr, "t"), _col(fr, "b") - c["alpha"], atol=1e-12)
+
+
+# --- chapter 11: batch size ----------------------------------------------------------------
+
+def _shapes():
+    from specmath import batching as bt
+    return (bt.ModelShape(7.6e9, 28, 28, 4, 128, kv_window=4096),
+            bt.ModelShape(0.5e9, 24, 14, 2, 64))
+
+
+@functools.cache
+def _batch_spec():
+    from specmath.widgets.serving import batch_live
+    return batch_live(*_shapes(), alpha=0.8, k=5)
+
+
+@pytest.mark.parametrize("a,k,ctx,gpu", [(0.8, 5, 0, "H100"), (0.3, 1, 65536, "A100"),
+                                         (0.98, 12, 8192, "H200"), (0.6, 8, 2048, "H100")])
+def test_batch_live_speedups_equal_specmath_batching(a, k, ctx, gpu):
+    from specmath import batching as bt
+    from specmath import costmodel as cm
+
+    tgt, drf = _shapes()
+    hw = {h.name.split()[0]: h for h in cm.ILLUSTRATIVE_GPUS}[gpu]
+    d = evaluate(_batch_spec(), {"alpha": a, "k": k, "context": ctx, "gpu": gpu})
+    for name, kk in (("k_1", 1), ("k_yours", k), ("k_8", 8)):
+        B = _col(d[name], "B").astype(int)
+        np.testing.assert_allclose(_col(d[name], "S"),
+                                   bt.batch_speedup(a, kk, B, tgt, drf, hw, ctx), rtol=1e-12)
+    B = _col(d["best_k"], "B").astype(int)
+    kb = bt.best_k_for_batch(a, B, tgt, drf, hw, ctx)
+    np.testing.assert_allclose(_col(d["best_k"], "S"),
+                               bt.batch_speedup(a, kb, B, tgt, drf, hw, ctx), rtol=1e-12)
+
+
 # --- all explorers ---------------------------------------------------------------------------
 
 LIVE = {"speedup": _speedup_spec, "tokens": _tokens_spec, "cost": _cost_spec,
-        "trees": _trees_spec}
+        "trees": _trees_spec, "overlap": _overlap_spec, "temperature": _temperature_spec,
+        "acceptance": _acceptance_spec, "lossy": _lossy_spec,
+        "batch": _batch_spec}
 
 
 @pytest.mark.parametrize("name", sorted(LIVE))
@@ -200,21 +375,3 @@ def test_every_live_control_changes_some_mark_data(name):
             continue
         moved = evaluate(spec, pt)
         assert moved != base, f"{name}: moving {pt} changes nothing"
-
-
-def test_live_html_hides_the_spec_outside_the_site_and_escapes_script_ends():
-    spec = {"description": "x</script><b>", "params": [], "mark": "point"}
-    out = live_html(spec)
-    assert out.count("</script>") == 1 and "hidden" in out and "display:none" in out
-    assert json.loads(out.split('class="specmath-live-spec">')[1].split("</script>")[0]
-                      .replace("<\\/", "</")) == spec
-    assert "specmath-live-spec" not in live_html(None)
-
-
-def test_vega_expression_translation_rejects_unsupported_constructs():
-    with pytest.raises(ValueError, match="unsupported"):
-        to_python("a ? b : c")
-    with pytest.raises(ValueError, match="not supported"):
-        to_python("random() + 1")
-    assert to_python("if(datum.a >= 1 && !b, pow(x, 2), 0)") == \
-        '_if(_d["a"] >= 1  and   not b, pow(x, 2), 0)'

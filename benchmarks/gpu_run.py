@@ -493,7 +493,9 @@ def overhead(target, device, k, n_new, reps, cost, vocab, modes) -> dict:
     gc.num_assistant_tokens = k
     gc.num_assistant_tokens_schedule = "constant"
     gc.assistant_confidence_threshold = 0.0
-    gen_kw = dict(max_new_tokens=n_new, min_new_tokens=n_new, do_sample=False,
+    # exactly n_new tokens: no end-of-sequence stop (transformers 5.0 refuses min_new_tokens
+    # together with an assistant model, so EOS is switched off instead)
+    gen_kw = dict(max_new_tokens=n_new, eos_token_id=[], do_sample=False,
                   attention_mask=torch.ones_like(ids), assistant_model=copy_,
                   num_assistant_tokens=k, num_assistant_tokens_schedule="constant",
                   pad_token_id=0)

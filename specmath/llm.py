@@ -196,6 +196,32 @@ def _new_cache(model):
     return DynamicCache(config=model.config)
 
 
+@functools.cache
+def _cache_kwarg_of(forward_owner: type) -> str:
+    params = inspect.signature(forward_owner.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _cache_kwarg(model) -> str:
+    """The keyword a model's forward takes its KV cache under: ``past_key_values`` up to
+    transformers 5.2x, ``cache`` after the rename. Every forward here goes through it."""
+    return _cache_kwarg_of(type(model))
+
+
+def cached_forward(model, cache, **inputs):
+    """One forward pass of ``model`` reading and extending the KV cache ``cache``.
+
+    Works across the declared range ``transformers>=5.0,<6``: the cache goes in under
+    :func:`_cache_kwarg` and comes back from ``out.cache`` or ``out.past_key_values``.
+    Returns ``(output, cache)`` (the model's output object and the cache it returned).
+    """
+    out = model(**inputs, **{_cache_kwarg(model): cache}, use_cache=True)
+    new = getattr(out, "cache", None)
+    if new is None:
+        new = getattr(out, "past_key_values", None)
+    return out, (cache if new is None else new)
+
+
 def _truncate(cache, n_keep: int) -> None:
     """Roll a cache back so it holds the first ``n_keep`` tokens (negative crop drops)."""
     extra = cache.get_seq_length() - n_keep
@@ -240,15 +266,14 @@ class _Timed:
         x = torch.tensor([ids], dtype=torch.long, device=self.device)
         _sync(self.device)
         t0 = time.perf_counter()
-        out = self.model(input_ids=x, cache=self.cache, use_cache=True,
-                         logits_to_keep=n_logits)
+        out, self.cache = cached_forward(self.model, self.cache, input_ids=x,
+                                         logits_to_keep=n_logits)
         logits = out.logits[0, -n_logits:]
         _sync(self.device)
         dt = time.perf_counter() - t0
         self.seconds += dt
         self.log.append((len(ids), dt))
         self.calls += 1
-        self.cache = out.cache
         return logits
 
     @property
@@ -581,10 +606,6 @@ def speculative_generate(target, draft, input_ids, *, k: int, temperature: float
 PATHS = ("eager", "device", "static")
 
 
-def _cache_kwarg(model) -> str:
-    """transformers renamed ``past_key_values`` to ``cache`` (5.2x); accept both."""
-    params = inspect.signature(model.forward).parameters
-    return "cache" if "cache" in params else "past_key_values"
 
 
 #: Compiled forwards and static caches, reused across calls (keyed by model id and setting):

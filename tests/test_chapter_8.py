@@ -146,3 +146,25 @@ def test_recorded_lossy_file_has_provenance_and_consistent_fields():
         a, g = np.array(pr["alpha"]), np.array(pr["alpha_greedy"])
         assert a.size == pr["L"] == g.size and ((0 <= a) & (a <= 1)).all()
         assert g.mean() < a.mean()     # the chapter: the one-hot draft is lower per text
+
+
+def test_greedy_minus_sampled_acceptance_is_surplus_at_mode_minus_overlap_elsewhere():
+    """Chapter 8 (Part II review finding 15): α_greedy − α = (p(x*) − q(x*))⁺ −
+    Σ_{x≠x*} min(p, q), so greedy can win only where p(x*) > q(x*); and on two tokens the
+    largest gap the other way, 1 − b, is a tie set over every p₁ < b."""
+    import specmath as sm
+
+    rng = np.random.default_rng(15)
+    for _ in range(500):
+        V = int(rng.integers(2, 8))
+        p, q = rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V))
+        x = int(np.argmax(q))
+        diff = sm.greedy_draft_acceptance(p, q) - sm.acceptance_probability(p, q)
+        off = np.minimum(p, q).sum() - min(p[x], q[x])
+        assert diff == pytest.approx(max(p[x] - q[x], 0) - off, abs=1e-12)
+        if diff > 0:
+            assert p[x] > q[x]
+    for a in (0.1, 0.3, 0.55):
+        p, q = np.array([a, 1 - a]), np.array([0.6, 0.4])
+        gap = sm.acceptance_probability(p, q) - sm.greedy_draft_acceptance(p, q)
+        assert gap == pytest.approx(0.4, abs=1e-12)

@@ -6,8 +6,10 @@ values they ask about. For every chapter it writes ``student/NN_*.ipynb`` with
 
 * every solution removed: the reader notebooks keep each solution in one collapsed
   ``<details>`` cell tagged ``solution``, and that cell goes;
-* in its place, an empty code cell for the student's work, which names the exercise and
-  the checker call (``check("chN-exM", answer)``) to run;
+* in its place, an empty code cell for the student's work, which names the exercise, the
+  variable(s) its statement asks for and the checker call the statement names (e.g.
+  ``check("ch5-ex3", [k_slow, k_fast])``), commented out so that the notebook runs top to
+  bottom before the student has answered;
 * the exercise statements (cells tagged ``exercise``) and everything else kept;
 * all outputs, execution counts and saved widget state cleared.
 
@@ -26,16 +28,32 @@ from pathlib import Path
 import nbformat
 
 NOTE = ("> **Student edition.** The solutions are removed. After each exercise there is an "
-        "empty cell for your work; `check(\"key\", answer)` from `specmath.exercises` says "
-        "whether an answer is right, and how far off it is if not, without revealing it.")
+        "empty cell for your work; `check(\"key\", value)` from `specmath.exercises` (imported "
+        "at the start of the exercises) says whether an answer is right and, if not, only "
+        "roughly how far off it is (close, far, wrong sign or shape; for a list, which entry), "
+        "never the answer. `check(\"key\", value, hint=True)` adds a nudge.")
 
 _LABEL = re.compile(r'<a id="(ch\d+-ex\d+)"></a>')
+_CALL = re.compile(r'check\("(ch\d+-ex\d+)", ([^`]+?)\)`')
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _placeholder(label: str | None) -> nbformat.NotebookNode:
-    if label:
-        src = (f"# Your solution to exercise {label}: compute `answer`, then check it with\n"
-               f"# check(\"{label}\", answer)\n")
+def checker_call(statement: str, label: str) -> str | None:
+    """The second argument of the ``check("label", …)`` call the statement names, if any."""
+    for key, arg in _CALL.findall(statement):
+        if key == label:
+            return arg.strip()
+    return None
+
+
+def _placeholder(label: str | None, arg: str | None) -> nbformat.NotebookNode:
+    if label and arg:
+        names = _NAME.findall(arg)
+        what = " and ".join(f"`{n}`" for n in names) if names else "your answer"
+        src = (f"# Your solution to exercise {label}: compute {what}, then check with\n"
+               f"# check(\"{label}\", {arg})\n")
+    elif label:
+        src = f"# Your solution to exercise {label}\n"
     else:
         src = "# Your solution\n"
     return nbformat.v4.new_code_cell(src)
@@ -51,13 +69,16 @@ def strip_solutions(nb: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, l
                                              if k != "widgets"})
     labels: list[str] = []
     label: str | None = None
+    arg: str | None = None
     for cell in nb.cells:
         if "exercise" in _tags(cell):
             m = _LABEL.search(cell.source)
-            label = m.group(1) if m else label
+            if m and m.group(1) != label:
+                label, arg = m.group(1), None
+            arg = checker_call(cell.source, label) or arg if label else None
         if "solution" in _tags(cell):
             labels.append(label or "?")
-            out.cells.append(_placeholder(label))
+            out.cells.append(_placeholder(label, arg))
             continue
         if cell.cell_type == "code":
             new = nbformat.v4.new_code_cell(cell.source)
@@ -90,7 +111,7 @@ def make_student(src: Path, dst: Path) -> list[Path]:
         "# Student edition\n\nThe chapter notebooks of *The Mathematics of Speculative "
         "Decoding* without solutions and without outputs, written by `make student`. Open "
         "one in Jupyter or upload it to Colab (its first cell installs specmath there); "
-        "check answers with `specmath.exercises.check(\"chN-exM\", answer)`.\n",
+        "check answers with `specmath.exercises.check(\"chN-exM\", value)`.\n",
         encoding="utf-8")
     return written
 

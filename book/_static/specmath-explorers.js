@@ -48,8 +48,17 @@
     var chart = document.createElement("div");
     chart.className = "specmath-live-chart";
     live.appendChild(chart);
-    // Two panels side by side where they fit, stacked on a narrow screen.
-    if (spec.concat && (out.clientWidth || window.innerWidth) < 680) { spec.columns = 1; }
+    // Two panels side by side where they fit, stacked and narrowed on a small screen.
+    var avail = out.clientWidth || window.innerWidth;
+    var fit = function (panel) { panel.width = Math.max(160, Math.min(panel.width, avail - 90)); };
+    if (avail < 680) {
+      spec.config = spec.config || {};
+      spec.config.title = Object.assign({}, spec.config.title, {fontSize: 11, limit: avail - 30});
+    }
+    if (spec.concat) {
+      if (avail < 680) { spec.columns = 1; }
+      spec.concat.forEach(fit);
+    } else { fit(spec); }
     return embed(chart, spec, {actions: false, renderer: "svg"}).then(function (result) {
       live.hidden = false;
       live.style.display = "";

@@ -77,7 +77,7 @@ def acceptance_live(p, q0, labels: Sequence[str] | None = None, closeness: float
           {"joinaggregate": [{"op": "sum", "field": "m", "as": "alpha"},
                              {"op": "sum", "field": "qt1", "as": "qtop"}]}]
     n = len(rules)
-    bw = max(4, int(0.8 * 2 * panel_width / p.size / n))
+    bw = f"0.8 * width / {p.size} / {n}"  # bar width follows the chart's width (phones)
     x = {"field": "x", "type": "quantitative", "title": None,
          "scale": {"domain": [-0.5, p.size - 0.5]},
          "axis": {"values": list(range(p.size)), "labelExpr": _label_expr(names)}}
@@ -85,7 +85,8 @@ def acceptance_live(p, q0, labels: Sequence[str] | None = None, closeness: float
     layers = []
     for i, r in enumerate(rules):
         layers.append({"name": f"rule_{r}", "transform": [{"calculate": outs[r], "as": "out"}],
-                       "mark": {"type": "bar", "size": bw, "xOffset": (i - (n - 1) / 2) * bw,
+                       "mark": {"type": "bar", "size": {"expr": bw},
+                                "xOffset": {"expr": f"{i - (n - 1) / 2} * {bw}"},
                                 "stroke": "black", "strokeWidth": 0.5},
                        "encoding": {"x": x, "y": dict(y, field="out"),
                                     "color": {"datum": RULE_LABELS.get(r, r)},

@@ -80,7 +80,7 @@ def cost_live(n_params_billion: float = 70.0, bytes_per_param: float = 2.0, k: i
                           {"calculate": layers[2][1], "as": "t"}],
             "mark": {"type": "point", "filled": True, "size": 120, "stroke": "black"},
             "encoding": {"x": x, "y": y, "color": {"datum": "verify k drafts (n = k + 1)"}}}]}
-    params = [slider("log_params", float(np.log10(n_params_billion)), -1.0, 3.0, 0.05,
+    params = [slider("log_params", round(float(np.log10(n_params_billion)), 2), -1.0, 3.0, 0.05,
                      "parameters, log₁₀ of billions"),
               select("bytes", float(bytes_per_param), [2.0, 1.0, 0.5], "weights",
                      ["bf16 (2 B)", "int8 (1 B)", "4-bit (0.5 B)"]),

@@ -74,27 +74,26 @@ def speedup_live(alpha: float = 0.8, k: int = 5, c: float = 10.0, k_max: int = 1
     S_k = [{"calculate": _en_expr("alpha", "datum.k"), "as": "EN"},
            {"calculate": "datum.EN / (1 + datum.k / c)", "as": "S"},
            {"joinaggregate": [{"op": "max", "field": "S", "as": "Smax"}]}]
+    seq = {"sequence": {"start": 0, "stop": k_max + 1, "as": "k"}}
     x_k = {"field": "k", "type": "quantitative", "title": "draft length k",
            "scale": {"domain": [0, k_max]}}
     y_S = {"field": "S", "type": "quantitative", "title": "speedup S"}
-    one = {"name": "one", "data": {"values": [{"y": 1}]},
-           "mark": {"type": "rule", "strokeDash": [4, 4], "color": PALETTE["grey"]},
-           "encoding": {"y": {"field": "y", "type": "quantitative"}}}
+    one = {"mark": {"type": "rule", "strokeDash": [4, 4], "color": PALETTE["grey"]},
+           "encoding": {"y": {"datum": 1, "type": "quantitative"}}}
     left = {
         "width": W, "height": H,
         "title": {"text": {"expr": "'S against k at α = ' + format(alpha, '.2f') + ', c = '"
                                    " + format(c, '.3g')"}},
-        "data": {"sequence": {"start": 0, "stop": k_max + 1, "as": "k"}},
-        "transform": S_k,
         "layer": [
-            {"name": "speedup_by_k", "mark": {"type": "line", "point": True,
+            {"name": "speedup_by_k", "data": seq, "transform": S_k, "mark": {"type": "line", "point": True,
                                              "color": PALETTE["target"]},
              "encoding": {"x": x_k, "y": y_S}},
-            {"name": "your_k", "transform": [{"filter": "datum.k == k"}],
+            {"name": "your_k", "data": seq, "transform": S_k + [{"filter": "datum.k == k"}],
              "mark": {"type": "point", "shape": "square", "size": 160, "filled": False,
                       "strokeWidth": 2, "color": PALETTE["dark"]},
              "encoding": {"x": x_k, "y": y_S}},
-            {"name": "best_k", "transform": [{"filter": "datum.S == datum.Smax"}],
+            {"name": "best_k", "data": seq,
+             "transform": S_k + [{"filter": "datum.S == datum.Smax"}],
              "mark": {"type": "point", "shape": _STAR, "size": 260, "filled": True,
                       "color": PALETTE["target"], "stroke": PALETTE["dark"]},
              "encoding": {"x": x_k, "y": y_S,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Vendor the website's JavaScript so the built site reads fully offline:
 #   MathJax 3 (tex-chtml + fonts + extensions), RequireJS and the Jupyter widget manager
-#   (@jupyter-widgets/html-manager, embed-amd.js + its fonts).
+#   (@jupyter-widgets/html-manager, embed-amd.js + its fonts), and vega, vega-lite and
+#   vega-embed (the explorers' live charts, see CONTRIBUTING.md).
 # And, for the browser suite only, axe-core (the accessibility checker that
 # tests/site/test_accessibility.py runs on every page): copied to tests/site/vendor/
 # (git-ignored), not into the site, since readers never need it.

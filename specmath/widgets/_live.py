@@ -78,7 +78,8 @@ def base_config() -> dict:
 def top_level(params: list[dict], panels: list[dict], description: str) -> dict:
     """Panels side by side (``concat``, two columns; the site stacks them on a phone)."""
     spec = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json",
-            "description": description, "params": params, "config": base_config()}
+            "description": description, "background": "white", "params": params,
+            "config": base_config()}
     if len(panels) == 1:
         spec.update(panels[0])
     else:

@@ -495,6 +495,49 @@ def test_exercise_parameters_feed_the_checkers():
 
     assert set(ch5.PARAMS) <= set(check.__globals__["_REGISTRY"])
     assert set(ch6.PARAMS) <= set(check.__globals__["_REGISTRY"])
-    assert check("ch5-ex1", 1.0 / ch5.PARAMS["ch5-ex1"]["c"], quiet=True)
+    c1 = ch5.PARAMS["ch5-ex1"]["c"]
+    assert check("ch5-ex1", (np.sqrt(1 + 8 / c1) - 1) / 2, quiet=True)
+    assert not check("ch5-ex1", 1.0 / c1, quiet=True)      # the one-token threshold
     s4 = sm.speedup(ch5.indifference_alpha(10.0, 4), 4, 10.0)
     assert s4 == pytest.approx(sm.speedup(ch5.indifference_alpha(10.0, 4), 5, 10.0))
+
+
+def test_ch5_ex4_difference_of_speedups_is_not_monotone_but_changes_sign_once():
+    # issue 16 (student walk-through): the old hint "S(k+1) − S(k) is increasing in α" is
+    # false; at c = 10, k = 4 the difference falls until α ≈ 0.45, then rises, and its sign
+    # changes exactly once
+    a = np.linspace(1e-4, 1 - 1e-4, 4001)
+    d = sm.speedup(a, 5, 10.0) - sm.speedup(a, 4, 10.0)
+    i = int(np.argmin(d))
+    assert 0.40 < a[i] < 0.50
+    assert (np.diff(d[:i]) < 0).all() and (np.diff(d[i:]) > 0).all()
+    for c in (2.0, 5.0, 10.0, 50.0):
+        for k in (1, 2, 4, 8):
+            sgn = np.sign(sm.speedup(a, k + 1, c) - sm.speedup(a, k, c))
+            sgn = sgn[sgn != 0]
+            assert np.count_nonzero(np.diff(sgn)) <= 1
+
+
+def test_ch5_ex1_two_token_breakeven_is_above_one_over_c_for_every_c_above_one():
+    cs = np.linspace(1.01, 200, 2000)
+    a2 = (np.sqrt(1 + 8 / cs) - 1) / 2
+    assert (a2 > 1 / cs).all()
+    assert np.allclose(sm.speedup(a2, 2, cs), 1.0)
+    mid = (a2 + 1 / cs) / 2
+    assert (sm.speedup(mid, 2, cs) < 1).all() and (sm.speedup(mid, 1, cs) > 1).all()
+
+
+def test_ch5_lambert_substitution_and_branch_choice():
+    from scipy.special import lambertw
+    a, c = np.meshgrid(np.linspace(0.05, 0.95, 19), np.linspace(1.1, 60, 25))
+    L = np.log(1 / a)
+    z = -np.exp(-1 - L * (c - 1))
+    assert ((z > -np.exp(-1)) & (z < 0)).all()          # two real branches exist for c > 1
+    y_low, y_up = -lambertw(z, k=-1).real, -lambertw(z, k=0).real
+    assert (y_low > 1).all() and (y_up < 1).all()
+    kappa = (y_low - 1) / L - c
+    # the lower branch solves g(κ) = 0 of (ch5-derivative), i.e. α^{κ+1}(1 + L(c+κ)) = 1
+    assert np.allclose(a ** (kappa + 1) * (1 + L * (c + kappa)), 1.0, rtol=1e-8)
+    inner = kappa > 0
+    assert np.allclose(np.maximum(kappa, 0)[inner], sm.optimal_k_continuous(a, c)[inner],
+                       rtol=1e-6, atol=1e-6)

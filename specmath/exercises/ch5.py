@@ -38,6 +38,12 @@ def breakeven_alpha(c: float) -> float:
     return 1.0 / c
 
 
+def breakeven_alpha_two(c: float) -> float:
+    """α above which drafting k = 2 tokens pays: S(α, 2, c) > 1 ⟺ α + α² > 2/c ⟺
+    α > (√(1 + 8/c) − 1)/2 (chapter 5, exercise 1)."""
+    return float((np.sqrt(1 + 8 / c) - 1) / 2)
+
+
 def best_k_and_speedup(alpha: float, c: float) -> np.ndarray:
     """[x*, S(x*), best integer k, S(k)]: the continuous and the integer optimum."""
     x = float(optimal_k_continuous(alpha, c))
@@ -58,8 +64,9 @@ def alpha_for_best_speedup(c: float, target_speedup: float) -> float:
     return _bisect(lambda a: best(a) - target_speedup, 0.0, 1 - 1e-12)
 
 
-register("ch5-ex1", lambda: breakeven_alpha(**PARAMS["ch5-ex1"]),
-         hint="Compare drafting one token with not drafting at all.")
+register("ch5-ex1", lambda: breakeven_alpha_two(**PARAMS["ch5-ex1"]),
+         hint=("For two drafted tokens, write the break-even condition as a quadratic "
+               "inequality in α and keep its root in [0, 1]."))
 register("ch5-ex2", lambda: best_k_and_speedup(**PARAMS["ch5-ex2"]),
          hint=("The chapter's Lambert-W form gives the continuous optimum; the best "
               "integer is one of its neighbours."))

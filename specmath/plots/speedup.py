@@ -30,7 +30,7 @@ def speedup_continuous(alpha: float, x, c: float) -> np.ndarray:
 def _grid_axes(ax, cs):
     ax.set_yscale("log")
     ax.set_ylim(cs.min(), cs.max())
-    ax.set_xlabel("acceptance rate α")
+    ax.set_xlabel("acceptance probability α")
     ax.set_ylabel("draft speed ratio c (log scale)")
 
 

@@ -31,7 +31,7 @@ def alpha_temperature_curves(temperatures, curves: dict, limits: dict | None = N
     ax.set_xscale("log")
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("temperature T (log scale)")
-    ax.set_ylabel("acceptance rate α(T)")
+    ax.set_ylabel("acceptance probability α(T)")
     ax.legend(fontsize=8, loc="lower right")
     return fig
 
@@ -65,7 +65,7 @@ def alpha_entropy_plot(entropies: dict, alphas: dict, ax=None):
         ax.plot(entropies[name], alphas[name], ls="none", marker=MARKERS[i % len(MARKERS)],
                 color=_COLORS[i % len(_COLORS)], ms=4, alpha=0.6, label=name)
     ax.set_xlabel("entropy of the target H(p) (bits)")
-    ax.set_ylabel("acceptance rate α")
+    ax.set_ylabel("acceptance probability α")
     ax.legend(fontsize=8)
     return fig
 

@@ -57,6 +57,18 @@ def test_reader_notebook_has_no_raw_myst(name):
             assert not found, f"notebooks/{name} cell {i}: raw MyST ({found}):\n{c.source[:400]}"
 
 
+def _filled(source: str) -> str:
+    """A chapter's code cell as its reader notebook carries it: the install cell's repository
+    placeholders filled in from ``_config.yml`` (``scripts/sphinx_specmath_repository.py``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "sphinx_specmath_repository", REPO / "scripts" / "sphinx_specmath_repository.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.fill(source, *mod.read_repository(REPO))
+
+
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_reader_code_cells_are_the_chapters_code_cells_unchanged(name):
     src = nbformat.read(BOOK / name, as_version=4)
@@ -65,7 +77,7 @@ def test_reader_code_cells_are_the_chapters_code_cells_unchanged(name):
     # solutions' code is shown inside their <details> cell, not as code cells
     solution_code = "\n".join(c.source for c in nb.cells if "solution" in c.metadata.get(
         "tags", []))
-    want = [c.source for c in src.cells if c.cell_type == "code"]
+    want = [_filled(c.source) for c in src.cells if c.cell_type == "code"]
     kept = [s for s in want if s in code]
     assert kept == code, f"notebooks/{name}: code cells differ from book/{name}"
     for s in want:

@@ -25,3 +25,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def rng() -> np.random.Generator:
     """A fixed-seed generator: every statistical test in the suite is reproducible."""
     return np.random.default_rng(20261129)
+
+
+@pytest.fixture(scope="module")
+def tiny_pair():
+    """(target, draft): two tiny random Qwen2 models (``tests/tinymodels.py``), one thread."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tinymodels import tiny_qwen, torch_threads
+
+    with torch_threads(1):
+        yield tiny_qwen(0), tiny_qwen(1)

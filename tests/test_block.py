@@ -10,8 +10,6 @@ exact law and asserted ≥ 0.99 before the biased sampler is shown to fail.
 from __future__ import annotations
 
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -416,26 +414,15 @@ def test_k1_block_step_is_the_tokenwise_rule():
 # ---- the benchmark script ------------------------------------------------------------------
 
 def test_benchmark_quick_mode_runs_on_tiny_models(tmp_path):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import block_realmodel
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tinymodels import load_benchmark, tiny_qwen, torch_threads
 
-    def tiny(seed):
-        torch.manual_seed(seed)
-        cfg = transformers.Qwen2Config(
-            vocab_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-            initializer_range=0.25, tie_word_embeddings=False)
-        return transformers.Qwen2ForCausalLM(cfg).double().eval()
-
-    threads = torch.get_num_threads()
-    try:
-        R = block_realmodel.main(
+    with torch_threads():
+        R = load_benchmark("block_realmodel").main(
             ["--quick", "--out", str(tmp_path / "b.json")],
-            models=(tiny(0), tiny(1), {"a-0": ("a", [1, 2, 3]), "b-0": ("b", [5, 1])}))
-    finally:
-        torch.set_num_threads(threads)
+            models=(tiny_qwen(0), tiny_qwen(1),
+                    {"a-0": ("a", [1, 2, 3]), "b-0": ("b", [5, 1])}))
     assert (tmp_path / "b.json").exists()
     assert {r["rule"] for r in R["runs"]} == {"tokenwise", "block"}
     s = R["summary"]["per_prompt"]

@@ -4,7 +4,6 @@ models) and the committed result file the chapter reads."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -81,27 +80,19 @@ def test_chapter_11_figures_and_explorer_draw():
 
 
 def _batch_cost():
-    spec = importlib.util.spec_from_file_location("batch_cost",
-                                                  ROOT / "benchmarks" / "batch_cost.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from tinymodels import load_benchmark
+    return load_benchmark("batch_cost")
 
 
 def test_batch_cost_quick_on_tiny_models_writes_medians_intervals_and_derived(tmp_path):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tinymodels import tiny_qwen
 
-    def tiny(seed):
-        torch.manual_seed(seed)
-        cfg = transformers.Qwen2Config(
-            vocab_size=16, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-            tie_word_embeddings=False)
-        return transformers.Qwen2ForCausalLM(cfg).eval()
     bc = _batch_cost()
     out = tmp_path / "b.json"
-    R = bc.main(["--quick", "--out", str(out)], models=(tiny(0), tiny(1), None))
+    tiny = [tiny_qwen(s, 16, initializer_range=None, double=False) for s in (0, 1)]
+    R = bc.main(["--quick", "--out", str(out)], models=(*tiny, None))
     S = json.loads(out.read_text())
     assert S["quick"] and S["provenance"]["settings"]["repeats"] == 2
     recs = S["measurements"]["records"]

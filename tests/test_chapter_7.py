@@ -217,29 +217,16 @@ def test_transformers_assisted_generation_reads_draft_length_from_the_drafts_con
 
 def test_realmodel_quick_on_tiny_models_records_every_section(tmp_path):
     torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("realmodel",
-                                                  ROOT / "benchmarks" / "realmodel.py")
-    rmod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rmod)
+    pytest.importorskip("transformers")
+    from tinymodels import load_benchmark, tiny_qwen, torch_threads
 
-    def tiny(seed):
-        torch.manual_seed(seed)
-        cfg = transformers.Qwen2Config(
-            vocab_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-            initializer_range=0.25, tie_word_embeddings=False)
-        return transformers.Qwen2ForCausalLM(cfg).double().eval()
 
-    threads = torch.get_num_threads()
-    try:
+    with torch_threads():
         ids = {t: torch.tensor([list(range(8)) * 2]) for t in ("code", "chat", "story")}
         out = tmp_path / "rm.json"
-        R = rmod.main(["--quick", "--skip-hf", "--temperatures", "0,1", "--out", str(out)],
-                      models=(tiny(0), tiny(1), None, ids))
-    finally:
-        torch.set_num_threads(threads)
+        R = load_benchmark("realmodel").main(
+            ["--quick", "--skip-hf", "--temperatures", "0,1", "--out", str(out)],
+            models=(tiny_qwen(0), tiny_qwen(1), None, ids))
     R2 = json.loads(out.read_text())
     assert R2["quick"] and set(R2["sweep"]["runs"]) == {"code", "chat", "story"}
     blocks = len(R2["costs"]["target"]["1"])

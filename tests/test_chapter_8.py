@@ -4,7 +4,6 @@ committed result file the chapter reads."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -92,21 +91,12 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 
-def _tiny(seed: int, V: int = 8):
-    torch.manual_seed(seed)
-    cfg = transformers.Qwen2Config(
-        vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-        initializer_range=0.25, tie_word_embeddings=False)
-    return transformers.Qwen2ForCausalLM(cfg).double().eval()
+from tinymodels import load_benchmark  # noqa: E402
+from tinymodels import tiny_qwen as _tiny  # noqa: E402
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("lossy_realmodel",
-                                                  ROOT / "benchmarks" / "lossy_realmodel.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("lossy_realmodel")
 
 
 def test_lossy_benchmark_quick_on_tiny_models_records_exact_per_position_fields(tmp_path):

@@ -7,7 +7,6 @@ labels, provenance and the exactness verdicts are.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -20,10 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _gpu_run():
-    spec = importlib.util.spec_from_file_location("gpu_run", ROOT / "benchmarks" / "gpu_run.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from tinymodels import load_benchmark
+    return load_benchmark("gpu_run")
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ distribution can be enumerated exactly.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -16,6 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from tinymodels import tiny_qwen  # noqa: E402
+
 import specmath as sm  # noqa: E402
 from specmath import llm  # noqa: E402
 from specmath.stats import g_test  # noqa: E402
@@ -24,22 +27,14 @@ V = 8  # vocabulary size: the joint law of two tokens has V² = 64 cells
 PROMPTS = [[1, 2, 3], [5], [7, 0, 7, 0, 2, 6], [4, 4]]
 
 
-def _tiny(seed: int):
-    torch.manual_seed(seed)
-    cfg = transformers.Qwen2Config(
-        vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-        initializer_range=0.25, tie_word_embeddings=False)
-    return transformers.Qwen2ForCausalLM(cfg).double().eval()
-
-
 @pytest.fixture(scope="module")
-def pair():
-    # one thread: tiny models are dominated by thread-pool overhead on a busy 2-core CI box
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield _tiny(0), _tiny(1)
-    torch.set_num_threads(threads)
+def pair(tiny_pair):
+    return tiny_pair
+
+
+def _u(n, g):
+    """n float64 uniforms from generator g: a rule's last argument."""
+    return torch.rand(n, dtype=torch.float64, generator=g)
 
 
 def _ids(prompt):
@@ -271,7 +266,7 @@ def test_vectorised_tokenwise_rule_accepts_with_probability_min_one_ratio():
     resid_counts = np.zeros(4)
     for _ in range(n_draws):
         x = torch.multinomial(q[0], 1, generator=g)
-        n, y = llm.VERIFIERS["tokenwise"](p, q, x, g)
+        n, y = llm.VERIFIERS["tokenwise"](p, q, x, torch.rand(2, generator=g))
         if int(n):
             acc += 1
         else:
@@ -289,7 +284,7 @@ def test_graph_bookkeeping_static_buffers_reproduce_greedy_decode(pair, monkeypa
     # input buffers; on CPU _FAKE_GRAPHS runs the same bookkeeping (buffers, warm-up pass,
     # cache-length correction) with eager "replays": the output must still be the target's
     # greedy decode, through rejections, full acceptances (draft = target) and k = 0.
-    monkeypatch.setattr(llm, "_FAKE_GRAPHS", True)
+    monkeypatch.setattr(llm.fast, "_FAKE_GRAPHS", True)
     target, draft = pair
     for prompt in PROMPTS[:3]:
         ref = llm.autoregressive_generate(target, _ids(prompt), temperature=0,
@@ -434,7 +429,7 @@ def test_bad_input_ids_raise_valueerror(pair):
 
 def _save_tiny_with_tokenizer(path, seed, words):
     from tokenizers import Tokenizer, models, pre_tokenizers
-    model = _tiny(seed).float()
+    model = tiny_qwen(seed).float()
     vocab = {w: i for i, w in enumerate(words)}
     tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token=words[0]))
     tk.pre_tokenizer = pre_tokenizers.Whitespace()
@@ -558,7 +553,7 @@ def test_vectorised_block_rule_has_the_law_of_the_numpy_weights():
     pt, qt, xt = torch.tensor(p), torch.tensor(q), torch.tensor(x)
     counts = np.zeros((k + 1, Vb))
     for _ in range(20_000):
-        n, y = llm._verify_block(pt, qt, xt, g)
+        n, y = llm._verify_block(pt, qt, xt, _u(k + 1, g))
         counts[int(n), int(y)] += 1
     m = exact.ravel() > 0
     assert counts.ravel()[~m].sum() == 0
@@ -570,16 +565,17 @@ def test_vectorised_block_rule_edge_cases_give_no_nan():
     same = torch.tensor([[0.2, 0.3, 0.5]], dtype=torch.float64)
     # p = q: every draft kept (a = 1, h = 1 where R = 0)
     for _ in range(20):
-        n, y = llm._verify_block(same.repeat(3, 1), same.repeat(2, 1), torch.tensor([0, 2]), g)
+        n, y = llm._verify_block(same.repeat(3, 1), same.repeat(2, 1), torch.tensor([0, 2]),
+                                 _u(3, g))
         assert int(n) == 2 and 0 <= int(y) < 3
     # the target forbids the first draft: nothing kept, the correction avoids it
     p = torch.tensor([[0.0, 0.5, 0.5], [0.2, 0.3, 0.5], [0.2, 0.3, 0.5]], dtype=torch.float64)
     q = torch.tensor([[0.5, 0.25, 0.25], [0.0, 0.5, 0.5]], dtype=torch.float64)
     for _ in range(20):
-        n, y = llm._verify_block(p, q, torch.tensor([0, 0]), g)
+        n, y = llm._verify_block(p, q, torch.tensor([0, 0]), _u(3, g))
         assert int(n) == 0 and int(y) != 0
     # k = 0: plain sampling from p[0]
-    n, y = llm._verify_block(same, same[:0], torch.zeros(0, dtype=torch.long), g)
+    n, y = llm._verify_block(same, same[:0], torch.zeros(0, dtype=torch.long), _u(1, g))
     assert int(n) == 0
 
 
@@ -592,3 +588,67 @@ def test_device_paths_with_block_rule_read_the_device_once_per_iteration(pair, p
                                      temperature=1.0, max_new_tokens=20, verify="block",
                                      generator=torch.Generator().manual_seed(0))
     assert fast.n <= len(r.accepted) + 1 + 4
+
+
+# ---- one rule, two implementations: the numpy rule and the torch rule, draw for draw ---------
+
+def _random_step(rng, k, Vr=5):
+    """Rows p (k+1, V), q (k, V) with some exact zeros, and a draft drawn from q."""
+    p = rng.dirichlet(np.full(Vr, 0.5), size=k + 1)
+    q = rng.dirichlet(np.full(Vr, 0.5), size=k)
+    p[rng.random(p.shape) < 0.15] = 0.0
+    p[:, 0] += 1e-3  # no all-zero row
+    p /= p.sum(1, keepdims=True)
+    x = np.array([rng.choice(Vr, p=q[i]) for i in range(k)], dtype=np.int64)
+    return p, q, x
+
+
+@pytest.mark.parametrize("rule, numpy_step", [
+    ("tokenwise", sm.speculative_step),
+    ("block", sm.block_step),
+    ("tokenwise-broken", lambda p, q, x, rng: sm.naive_step(p, q, x, rng, "resample-from-p")),
+])
+def test_torch_rule_equals_numpy_rule_on_the_same_uniforms(rule, numpy_step):
+    # The same rows, draft and uniform stream give the same output, token for token: the
+    # numpy rule reads U[0, 1) draws one at a time from its generator, the torch rule gets
+    # them as a vector u (the same numbers: Generator.random(n) is n successive draws).
+    # Also checks what the rule registers about how many it reads (the eager loop's draw).
+    name = rule.removesuffix("-broken")
+    fn = llm.VERIFIERS[name]
+    if rule.endswith("-broken"):
+        fn = functools.partial(fn, broken_correction=True)
+    rng = np.random.default_rng(17)
+    rejected = 0
+    for trial in range(400):
+        k = trial % 5
+        p, q, x = _random_step(rng, k)
+        seed = 1000 + trial
+        u = np.random.default_rng(seed).random(k + 2)
+        np_rng = np.random.default_rng(seed)
+        want = numpy_step(p, q, x, np_rng).tolist()
+        n, y = fn(torch.tensor(p), torch.tensor(q), torch.tensor(x), torch.tensor(u[:k + 1]))
+        got = x[:int(n)].tolist() + [int(y)]
+        assert got == want, (rule, trial)
+        assert np_rng.random() == u[llm.verify.uniforms_read(fn, int(n), k)], (rule, trial)
+        rejected += int(n) < k
+    assert rejected > 50  # corrections were compared, not only bonus tokens
+
+
+def test_eager_loop_draws_the_uniforms_of_the_numpy_rule(pair):
+    # The eager loop takes from the generator one uniform per drafted token plus, per
+    # verification, only the uniforms the rule reads (as the numpy rule draws them): after
+    # a run the generator stands exactly that many draws past its seed. With draft = target
+    # every draft is accepted (all k + 1 read); with two different models fewer.
+    target, draft = pair
+    for d in (draft, target):
+        g1 = torch.Generator().manual_seed(8)
+        r = llm.speculative_generate(target, d, _ids(PROMPTS[0]), k=3, temperature=1.0,
+                                     max_new_tokens=12, generator=g1)
+        drawn = sum(r.drafted) + sum(
+            llm.verify.uniforms_read(llm.VERIFIERS["tokenwise"], a, k_)
+            for a, k_ in zip(r.accepted, r.drafted, strict=True))
+        tail = len(r.tokens) - sum(a + 1 for a in r.accepted)  # k = 0 steps: 1 uniform
+        g2 = torch.Generator().manual_seed(8)
+        torch.rand(drawn + tail, dtype=torch.float64, generator=g2)
+        assert torch.equal(torch.rand(4, dtype=torch.float64, generator=g1),
+                           torch.rand(4, dtype=torch.float64, generator=g2))

@@ -8,7 +8,6 @@ documented layout and invariants.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -68,29 +67,14 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 
-def _tiny(seed: int, V: int = 8):
-    torch.manual_seed(seed)
-    cfg = transformers.Qwen2Config(
-        vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-        initializer_range=0.25, tie_word_embeddings=False)
-    return transformers.Qwen2ForCausalLM(cfg).double().eval()
-
-
 @pytest.fixture(scope="module")
-def pair():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield _tiny(0), _tiny(1)
-    torch.set_num_threads(threads)
+def pair(tiny_pair):
+    return tiny_pair
 
 
 def _record_traces():
-    spec = importlib.util.spec_from_file_location("record_traces",
-                                                  ROOT / "benchmarks" / "record_traces.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    from tinymodels import load_benchmark
+    return load_benchmark("record_traces")
 
 
 @pytest.mark.parametrize("k", [1, 2, 4])

@@ -1,0 +1,57 @@
+"""Test helpers: tiny random Qwen2 models built in-process (no downloads), one torch thread,
+and loading a benchmark script as a module. Used by the tests of chapters 7–11's code."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tiny_qwen(seed: int, V: int = 8, *, initializer_range: float | None = 0.25,
+              double: bool = True):
+    """A 2-layer Qwen2 causal LM with vocabulary ``V``, initialised from ``seed``.
+
+    Two seeds give two models that disagree often (α well below 1 with the wide default
+    initialisation), so every output law of a few tokens can be enumerated exactly.
+    ``initializer_range=None`` keeps transformers' default; ``double=False`` keeps float32.
+    """
+    import torch
+    import transformers
+
+    torch.manual_seed(seed)
+    init = {} if initializer_range is None else {"initializer_range": initializer_range}
+    cfg = transformers.Qwen2Config(
+        vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+        tie_word_embeddings=False, **init)
+    model = transformers.Qwen2ForCausalLM(cfg)
+    return (model.double() if double else model).eval()
+
+
+@contextlib.contextmanager
+def torch_threads(n: int = 1):
+    """Run with n torch threads (tiny models are dominated by thread-pool overhead on a
+    busy 2-core CI box; the benchmarks also set their own), then restore the count."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def load_benchmark(name: str):
+    """``benchmarks/<name>.py`` imported as a module (the scripts are not a package)."""
+    bench = str(ROOT / "benchmarks")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -56,7 +56,9 @@
       spec.config.title = Object.assign({}, spec.config.title, {fontSize: 11, limit: avail - 30});
     }
     if (spec.concat) {
-      if (avail < 680) { spec.columns = 1; }
+      // side by side needs both panels plus their axes and legends (about 180 px)
+      var need = spec.concat.reduce(function (w, p) { return w + p.width; }, 0) + 180;
+      if (avail < need) { spec.columns = 1; }
       spec.concat.forEach(fit);
     } else { fit(spec); }
     return embed(chart, spec, {actions: false, renderer: "svg"}).then(function (result) {

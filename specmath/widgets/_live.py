@@ -26,8 +26,8 @@ from ..plots.style import PALETTE
 __all__ = ["live_html", "slider", "select", "frames_filter", "panel_width"]
 
 #: the width of one panel in pixels; two panels fit the site's text column side by side,
-#: and the site's script stacks them below 680 px.
-panel_width = 300
+#: and the site's script stacks them where they do not.
+panel_width = 260
 
 
 def slider(name: str, value: float, lo: float, hi: float, step: float, label: str) -> dict:
@@ -69,8 +69,10 @@ def base_config() -> dict:
     """Fonts and colours shared by the live charts (the figures' palette)."""
     return {"font": "sans-serif", "view": {"stroke": None},
             "axis": {"labelFontSize": 12, "titleFontSize": 12, "grid": True, "gridOpacity": 0.35},
-            "legend": {"labelFontSize": 12, "orient": "bottom", "columns": 1},
+            "legend": {"labelFontSize": 12, "orient": "bottom", "columns": 1, "labelLimit": 320},
             "title": {"fontSize": 13},
+            # reference lines are decoration: no ARIA role (a role needs a label, axe)
+            "rule": {"aria": False},
             "range": {"category": [PALETTE["target"], PALETTE["draft"], PALETTE["overlap"],
                                    PALETTE["residual"], PALETTE["dark"]]}}
 
@@ -86,6 +88,8 @@ def top_level(params: list[dict], panels: list[dict], description: str) -> dict:
         spec["concat"] = panels
         spec["columns"] = 2
         spec["spacing"] = 30
+        # each panel has its own series and legend
+        spec["resolve"] = {"scale": {"color": "independent", "strokeDash": "independent"}}
     return spec
 
 

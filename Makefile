@@ -9,13 +9,15 @@ PIP := $(BIN)/python -m pip -q --disable-pip-version-check
 QUIET := 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: venv models vendor chromium book reader-notebooks test lint unit site-test notebooks student clean help
+.PHONY: venv models vendor chromium bubblewrap book reader-notebooks test lint unit site-test notebooks student assignments grade clean help
 
 help:
 	@echo "make book   - create .venv, install everything, build the site (_build/html)"
 	@echo "make test   - lint, unit tests, build the site, browser tests"
 	@echo "make reader-notebooks - refresh notebooks/ (the Colab notebooks) after editing book/md"
 	@echo "make student - the student edition of the notebooks (no solutions, no outputs) in student/"
+	@echo "make assignments - graded Otter-Grader assignments in _build/assignments/NN_name/"
+	@echo "make grade ASSIGNMENT=NN SUBMISSIONS=DIR - grade a folder of submissions into DIR/grades.csv"
 
 # ---- environment (idempotent: re-runs only when the requirement files change)
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -60,7 +62,7 @@ reader-notebooks: book
 lint: venv
 	$(BIN)/ruff check specmath tests benchmarks scripts
 
-unit: venv models
+unit: venv models bubblewrap
 	$(BIN)/python -m pytest -m "not site"
 
 # The browser suite drives Debian's chromium (never `playwright install`); install it when
@@ -74,7 +76,7 @@ chromium:
 	@test -x $(CHROMIUM)
 
 # SPECMATH_REQUIRE_SITE=1: a missing site or browser fails the suite instead of skipping it
-site-test: venv chromium
+site-test: venv chromium bubblewrap
 	SPECMATH_REQUIRE_SITE=1 $(BIN)/python -m pytest -m site
 
 test: lint unit book site-test
@@ -86,6 +88,30 @@ student: venv
 # ---- notebooks are authored as MyST markdown (book/md) and committed as .ipynb
 notebooks: venv
 	for f in book/md/*.md; do $(BIN)/jupytext --quiet --to ipynb --output book/$$(basename $${f%.md}).ipynb $$f; done
+
+# ---- the classroom kit (issue 17): graded Otter-Grader assignments and grading
+# SHARED_NUMBERS="05 07": those chapters without personal numbers; SALT: new numbers for a
+# new class. GRADE_TIMEOUT (s), GRADE_MEMORY_MB and GRADE_JOBS bound each submission.
+SHARED_NUMBERS ?=
+SALT ?=
+GRADE_TIMEOUT ?= 300
+assignments: venv
+	$(BIN)/python scripts/make_assignments.py $(if $(SHARED_NUMBERS),--shared-numbers $(SHARED_NUMBERS)) $(if $(SALT),--salt "$(SALT)")
+
+grade: venv bubblewrap
+	@test -n "$(ASSIGNMENT)" && test -n "$(SUBMISSIONS)" || { \
+	  echo "usage: make grade ASSIGNMENT=NN SUBMISSIONS=DIR [GRADE_TIMEOUT=300]"; exit 2; }
+	$(BIN)/python scripts/grade.py "$(ASSIGNMENT)" "$(SUBMISSIONS)" --timeout $(GRADE_TIMEOUT)
+
+# make grade runs every submission in a bubblewrap sandbox (Debian's bubblewrap); install
+# it when missing, like chromium (needs root or passwordless sudo, and apt).
+BWRAP := /usr/bin/bwrap
+bubblewrap:
+	@test -x $(BWRAP) || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo "sudo -n" ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap; }
+	@test -x $(BWRAP)
 
 clean:
 	rm -rf _build student book/_static/vendor

@@ -15,7 +15,7 @@ verifier of the same draft can reach (chapter 9, theorems ch9-thm-exact, ch9-thm
 
 The second half of the module enumerates, for small toy models, every draft block and every
 outcome: the exact joint law of the first k+1 emitted tokens, the law of the number of
-accepted drafts, and the ceiling Σᵢ Σ min(P(xⁱ), Q(xⁱ)) no verifier can pass.
+accepted drafts, and the ceiling Σᵢ Σ min(p(xⁱ), q(xⁱ)) no verifier can pass.
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ def _setup(target, draft, k, context, rule=None):
 
 
 def _outcomes(fp, fq, V, k, ctx, rule):
-    """Yield (draft x (k,), Q(x), P(ℓ = i | x) (k+1,), correction rows (k+1, V)) per draft."""
+    """Yield (draft x (k,), q(x), Pr(ℓ = i | x) (k+1,), correction rows (k+1, V)) per draft."""
     for x in itertools.product(range(V), repeat=k):
         p = np.stack([fp(ctx + x[:i]) for i in range(k + 1)])
         q = np.stack([fq(ctx + x[:i]) for i in range(k)]) if k else np.zeros((0, V))
@@ -303,9 +303,9 @@ def expected_accepted(target, draft, k: int, *, rule: str = "block",
 
 
 def accepted_upper_bound(target, draft, k: int, *, context: Sequence[int] = ()) -> float:
-    """Σᵢ₌₁ᵏ Σ_{xⁱ} min(P(xⁱ), Q(xⁱ)): no valid verifier accepts more drafts on average (ch. 9).
+    """Σᵢ₌₁ᵏ Σ_{xⁱ} min(p(xⁱ), q(xⁱ)): no valid verifier accepts more drafts on average (ch. 9).
 
-    P(ℓ ≥ i, Xⁱ = xⁱ) is at most Q(xⁱ) (the draft must propose xⁱ) and at most P(xⁱ) (the
+    P(ℓ ≥ i, Xⁱ = xⁱ) is at most q(xⁱ) (the draft must propose xⁱ) and at most p(xⁱ) (the
     output must be the target's), for each i separately; the bound is not reachable in
     general (12/9 against 11/9 in the two-token example).
     """

@@ -157,9 +157,9 @@ def simulate_latency(alpha, k, c, n, n_requests, rng, verify_cost=1.0) -> np.nda
 def inter_token_gaps(alpha, k, c, verify_cost=1.0):
     """Law of the gap before a token in a streamed response (ch. 11, eq. ch11-gaps).
 
-    Tokens of one iteration arrive together: the first after a gap τ = k/c + V, the other
-    N − 1 after a gap 0. In the long run a fraction 1/E[N] of tokens carries the gap τ.
-    Returns (τ, P(gap = τ), mean gap, coefficient of variation √(E[N] − 1)); plain
+    Tokens of one iteration arrive together: the first after a gap θ = k/c + V, the other
+    N − 1 after a gap 0. In the long run a fraction 1/E[N] of tokens carries the gap θ.
+    Returns (θ, P(gap = θ), mean gap, coefficient of variation √(E[N] − 1)); plain
     decoding has gap 1 and CV 0.
     """
     a = as_probability(alpha, "alpha")
@@ -186,7 +186,7 @@ def chunk_size_seen_by_token(alpha, k) -> np.ndarray:
 def workload_speedups(alphas, lengths, k, c, verify_cost=1.0) -> dict:
     """Two averages of speedup over a workload of requests (ch. 11, eq. ch11-ratio).
 
-    Request i has acceptance α_i and n_i tokens; its speedup is S_i = E[N](α_i)/τ.
+    Request i has acceptance α_i and n_i tokens; its speedup is S_i = E[N](α_i)/θ.
     ``ratio_of_means`` = Σ n_i / Σ (n_i / S_i) (total plain time ÷ total speculative time,
     a length-weighted harmonic mean of the S_i); ``mean_of_ratios`` = mean of the S_i.
     By the AM–HM inequality the second is at least the first when lengths are equal.

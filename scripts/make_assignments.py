@@ -382,6 +382,15 @@ def personal_statement_by_value(ex: Exercise, exprs: dict[str, str],
     return header + "\n" + "".join(out) + text[pos:]
 
 
+def _with_classroom(requirement: str) -> str:
+    """``specmath @ URL`` -> ``specmath[classroom] @ URL`` (extras kept): Otter too."""
+    m = re.match(r"specmath(?:\[([^\]]*)\])?(.*)$", requirement)
+    if m is None:
+        return requirement
+    extras = [e for e in (m.group(1) or "").split(",") if e] + ["classroom"]
+    return f"specmath[{','.join(extras)}]{m.group(2)}"
+
+
 def _raw(text: str):
     return nbformat.v4.new_raw_cell(text)
 
@@ -431,7 +440,7 @@ def master_notebook(ch: Chapter, *, personal: bool, salt: str,
         "right form (numbers, shape), not whether its value is right: values are graded "
         "after you submit, by tests you do not see. Parts marked *written* are graded by "
         "hand: answer them in their Markdown cell." + numbers))
-    install = ch.install.replace(f'"{install_url}"', f'"otter-grader", "{install_url}"')
+    install = ch.install.replace(f'"{install_url}"', f'"{_with_classroom(install_url)}"')
     inst = _code(install)
     inst.metadata = {"jupyter": {"source_hidden": True}}
     cells.append(inst)
@@ -549,7 +558,8 @@ def build(ch: Chapter, out: Path, *, personal: bool, salt: str, md_source: str |
     nbformat.write(nb, master)
     install_url = re.search(r'"(specmath @ [^"]+)"', ch.install)
     (master_dir / "requirements.txt").write_text(
-        (install_url.group(1) if install_url else "specmath") + "\n", encoding="utf-8")
+        _with_classroom(install_url.group(1) if install_url else "specmath") + "\n",
+        encoding="utf-8")
     from otter.assign import main as otter_assign
 
     log = io.StringIO()

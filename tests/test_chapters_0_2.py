@@ -427,3 +427,33 @@ def test_bonus_token_probability_of_exercise_ch2_ex5_matches_simulation(rng):
     truth = float(_REGISTRY["ch2-ex5"].compute())
     sigma = math.sqrt(truth * (1 - truth) / n)
     assert abs(hits / n - truth) < 4.5 * sigma
+
+
+def test_ch2_ex1_widened_rule_bias_is_the_largest_set_gap_and_the_positive_part_formula():
+    # issue 16 (student walk-through): exercise 2.1 now asks for Rule 2 widened to the
+    # target's top-2 set S; its bias must equal the brute-force max over all 2^V sets
+    from specmath.exercises import ch2
+    rng = np.random.default_rng(7)
+    pairs = [(ch2.DATA["p"], ch2.DATA["q"])] + [
+        (rng.dirichlet(np.ones(6)), rng.dirichlet(np.ones(6))) for _ in range(50)]
+    for p, q in pairs:
+        S = np.isin(np.arange(p.size), np.argsort(p)[-2:])
+        out = q * S + (1 - q[S].sum()) * p
+        formula = np.maximum(0, q[S] - q[S].sum() * p[S]).sum()
+        gap = max(sum((out - p)[i] for i in range(p.size) if m >> i & 1)
+                  for m in range(1, 2 ** p.size))
+        assert formula == pytest.approx(gap, abs=1e-12)
+        assert formula == pytest.approx(sm.tv_distance(out, p), abs=1e-12)
+    assert float(_REGISTRY["ch2-ex1"].compute()) == pytest.approx(0.17)
+
+
+def test_ch2_ex2_residual_is_unchanged_by_mixing_the_draft_toward_the_target():
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        p, q = rng.dirichlet(np.ones(7)), rng.dirichlet(np.ones(7))
+        r = sm.residual_distribution(p, q)
+        for w in (0.1, 0.5, 0.99):
+            qw = (1 - w) * q + w * p
+            assert np.allclose(sm.residual_distribution(p, qw), r)
+            assert 1 - sm.acceptance_probability(p, qw) == pytest.approx(
+                (1 - w) * (1 - sm.acceptance_probability(p, q)))

@@ -464,8 +464,36 @@ def test_exercise_answers_are_registered_and_accept_an_independent_computation(k
                    - sum(0.8 ** i for i in range(6)) ** 2,
         "ch4-ex3": [sm.alpha_from_acceptance_rate(0.6, 4), 1 + 4 * 0.6],
         "ch4-ex4": math.ceil(math.log(0.05) / math.log(0.9) - 1),
-        "ch4-ex5": 0.6 ** 3,
+        # share of tokens from full iterations: (k + 1) α^k / E[N] (issue 16: retuned)
+        "ch4-ex5": 4 * 0.6 ** 3 / sum(0.6 ** i for i in range(4)),
         "ch4-ex6": _markov_long_run_by_power_iteration(),
     }
     assert key in exercise_keys() and key in _REGISTRY
     assert check(key, independent[key], quiet=True)
+
+
+def test_ch4_ex5_token_share_of_full_iterations_matches_a_long_simulation_and_exceeds_alpha_k():
+    rng = np.random.default_rng(11)
+    a, k, n = 0.6, 3, 200_000
+    N = sm.simulate_tokens_per_iteration(a, k, n, rng)
+    share = N[N == k + 1].sum() / N.sum()
+    exact = (k + 1) * a ** k / sum(a ** i for i in range(k + 1))
+    # 5 delta-method standard errors: a false alarm below 1e-6
+    resid = np.where(N == k + 1, N, 0) - share * N
+    se = np.sqrt(np.var(resid, ddof=1) / n) / N.mean()
+    assert abs(share - exact) < 5 * se
+    assert exact > a ** k
+    # the iteration share α^k would be rejected: it is far outside the band
+    assert abs(share - a ** k) > 20 * se
+
+
+def test_ch4_perfect_draft_kernel_is_the_target_chain_k_plus_1_steps_ahead():
+    target, _ = sm.toy.toy_pair(vocab_size=5, closeness=0.5, seed=2)
+    P = target.transition
+    for k in (1, 2, 4):
+        M, R = np.minimum(P, P), np.maximum(P - P, 0.0)
+        T = sum(np.linalg.matrix_power(M, n) @ R for n in range(k)) + \
+            np.linalg.matrix_power(M, k) @ P
+        assert np.allclose(T, np.linalg.matrix_power(P, k + 1))
+        EN = sum(np.linalg.matrix_power(M, n) @ np.ones(5) for n in range(k + 1))
+        assert np.allclose(EN, k + 1)

@@ -19,10 +19,13 @@ DATA = {
 
 
 def _ex1():
-    from ..acceptance import naive_output_distribution
+    # Rule 2 widened to the target's two most likely tokens S: keep a draft in S, else
+    # sample from p. Output q·1_S + (1 − q(S))·p; its TV distance to p.
     from ..distributions import tv_distance
     p, q = DATA["p"], DATA["q"]
-    return tv_distance(naive_output_distribution(p, q, "accept-if-top"), p)
+    in_s = np.isin(np.arange(p.size), np.argsort(p)[-2:])
+    out = q * in_s + (1.0 - q[in_s].sum()) * p
+    return float(tv_distance(out, p))
 
 
 def _ex2():
@@ -59,8 +62,8 @@ def _ex5():
     return float(first @ second)
 
 
-register("ch2-ex1", _ex1, hint=("Which token gains mass under this rule, and where does the gain come "
-              "from?"))
+register("ch2-ex1", _ex1, hint=("Which tokens gain mass under this rule, and which token of the set "
+              "can lose it?"))
 register("ch2-ex2", _ex2, atol=1e-9,
          hint=("What is left of p once the draft's proposals have been accepted? It "
                "still has to be a distribution."))

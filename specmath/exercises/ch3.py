@@ -45,5 +45,5 @@ register("ch3-ex3", _ex3, hint=("Which function of the chapter builds the pair a
               "with no shift and no mixing?"))
 register("ch3-ex4", _ex4, hint=("Decide token by token: which of the two prior-weighted probabilities "
               "is larger?"))
-register("ch3-ex5", _ex5, hint=("Which tokens should a subset contain to make P(A) − Q(A) as large as "
+register("ch3-ex5", _ex5, hint=("Which tokens should a subset contain to make p(A) − q(A) as large as "
               "possible?"))

@@ -45,7 +45,9 @@ def _ex4():
 
 
 def _ex5():
-    return float(tokens_per_iteration_pmf(EX5_ALPHA, EX5_K)[-1])
+    # share of emitted tokens that come from full iterations: (k + 1) α^k / E[N]
+    full = float(tokens_per_iteration_pmf(EX5_ALPHA, EX5_K)[-1])
+    return (EX5_K + 1) * full / float(expected_tokens(EX5_ALPHA, EX5_K))
 
 
 def _ex6():
@@ -64,7 +66,7 @@ register("ch4-ex3", _ex3, hint=("Express the dashboard's rate through the mean t
 register("ch4-ex4", _ex4, rtol=0.0, atol=0.0,
          hint=("How far below its ceiling is the mean at draft length k? Find where "
                "that gap first gets small enough."))
-register("ch4-ex5", _ex5, hint=("When does an iteration use all its drafts? Every one of them must be "
-              "accepted."))
+register("ch4-ex5", _ex5, hint=("Count tokens, not iterations: over many iterations, how many tokens "
+              "do the full ones emit, and how many do all of them emit?"))
 register("ch4-ex6", _ex6, hint=("Build the kernel between starting states first; its stationary law "
               "then weights the per-state means."))

@@ -375,3 +375,18 @@ def test_every_live_control_changes_some_mark_data(name):
             continue
         moved = evaluate(spec, pt)
         assert moved != base, f"{name}: moving {pt} changes nothing"
+
+
+def test_kernel_trees_explorer_draws_at_the_largest_m_on_its_slider():
+    """m = 6 candidates without replacement exceeds exact enumeration (6**6 tuples): the
+    figure leaves that point out instead of raising when the reader moves the slider."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from specmath.widgets.trees import trees_figure
+
+    fig = trees_figure(0.3, m_max=6, n_max=8)
+    labels = [ln.get_label() for ln in fig.axes[0].get_lines()]
+    assert "recursive rejection, without replacement" in labels
+    plt.close(fig)

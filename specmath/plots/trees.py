@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..multidraft import multidraft_acceptance, multidraft_ot_ceiling
+from ..multidraft import MAX_TUPLES, multidraft_acceptance, multidraft_ot_ceiling
 from ..trees import (
     best_tree_values,
     chain_tree,
@@ -26,7 +26,7 @@ def plot_multidraft(p, q, ms=(1, 2, 3, 4), ax=None, *, ceiling_max_m: int = 4):
     rec = [multidraft_acceptance(p, q, int(m)) for m in ms]
     ax.plot(ms, rec, marker=MARKERS[0], color=PALETTE["target"], lw=1.8,
             label="recursive rejection, i.i.d. candidates")
-    mw = ms[ms <= V]
+    mw = ms[(ms <= V) & (float(V) ** ms <= MAX_TUPLES)]  # exact enumeration's limit
     wo = [multidraft_acceptance(p, q, int(m), replacement=False) for m in mw]
     ax.plot(mw, wo, marker=MARKERS[1], ls=LINESTYLES[1], color=PALETTE["overlap"], lw=1.8,
             label="recursive rejection, without replacement")

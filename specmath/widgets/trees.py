@@ -52,7 +52,7 @@ def trees_explorer(closeness: float = 0.3, m_max: int = 3, n_max: int = 30,
 
 def trees_frames(closeness: float, m_hi: int = 6, n_hi: int = 60) -> list[dict]:
     """The data of :func:`trees_figure` at one closeness, as records (series, x, y)."""
-    from ..multidraft import multidraft_acceptance, multidraft_ot_ceiling
+    from ..multidraft import MAX_TUPLES, multidraft_acceptance, multidraft_ot_ceiling
     from ..trees import best_tree_values, chain_tree, kary_tree, rank_acceptance, tree_expected_accepted
 
     p, q = trees_pair(closeness)
@@ -63,7 +63,7 @@ def trees_frames(closeness: float, m_hi: int = 6, n_hi: int = 60) -> list[dict]:
 
     for m in range(1, m_hi + 1):
         add("recursive rejection, i.i.d. candidates", m, multidraft_acceptance(p, q, m))
-        if m <= p.size and p.size ** m <= 20000:  # specmath's exact-enumeration limit
+        if m <= p.size and float(p.size) ** m <= MAX_TUPLES:  # as plot_multidraft
             add("recursive rejection, without replacement", m,
                 multidraft_acceptance(p, q, m, replacement=False))
         if m <= 3:

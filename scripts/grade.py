@@ -121,14 +121,19 @@ def sandbox_command(scratch: Path, hide: list[Path], inner: list[str]) -> list[s
            "--tmpfs", "/tmp", "--tmpfs", "/run"]
     home = Path.home()
     needed = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), REPO]
+    hidden = []   # an empty, read-only folder in place of each of these
     if str(home) != "/" and home.is_dir():
         cmd += ["--tmpfs", str(home)]
+        hidden.append(str(home))
         for p in needed:
             if p.is_relative_to(home):
                 cmd += ["--ro-bind", str(p), str(p)]
     for p in hide:
         if p.is_dir() and not p.resolve().is_relative_to("/tmp"):
             cmd += ["--tmpfs", str(p.resolve())]
+            hidden.append(str(p.resolve()))
+    for p in hidden:
+        cmd += ["--remount-ro", p]
     cmd += ["--bind", str(scratch), SANDBOX_DIR, "--chdir", SANDBOX_DIR,
             "--unshare-all", "--die-with-parent", "--new-session",
             "--setenv", "HOME", "/tmp/home", "--setenv", "TMPDIR", "/tmp",

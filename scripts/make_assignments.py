@@ -125,6 +125,7 @@ class _Names(ast.NodeVisitor):
         self.defined: set[str] = set()
         self.used: set[str] = set()
         self.mutated: set[str] = set()
+        self.local: set[str] = set()      # bound inside a nested scope (or a parameter)
         self._depth = 0
 
     def visit_Name(self, node):
@@ -132,6 +133,11 @@ class _Names(ast.NodeVisitor):
             self.used.add(node.id)
         elif self._depth == 0:
             self.defined.add(node.id)
+        else:
+            self.local.add(node.id)
+
+    def visit_arg(self, node):
+        self.local.add(node.arg)
 
     def _scope(self, node):
         self._depth += 1
@@ -173,6 +179,7 @@ class _Names(ast.NodeVisitor):
 def _names(node) -> _Names:
     v = _Names()
     v.visit(node)
+    v.used -= v.local                  # comprehension variables, parameters: not needed
     return v
 
 
@@ -540,6 +547,8 @@ def verify_solved(dest: Path, name: str) -> dict[str, bool]:
                 tf = OKTestFile.from_file(str(Path(tmp) / t))
                 tf.run(env)
                 passed[tf.name] = tf.passed_all
+                if not tf.passed_all:
+                    print(f"{name}: {tf.summary()}", file=sys.stderr)
     finally:
         os.chdir(here)
     return passed

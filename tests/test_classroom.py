@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -179,8 +180,10 @@ def test_grade_needs_a_built_assignment(tmp_path):
 
 @needs_bwrap
 def test_sandbox_lets_code_write_only_its_scratch_folder(tmp_path):
-    subs, scratch = tmp_path.parent / f"{tmp_path.name}-subs", tmp_path / "scratch"
-    subs.mkdir()
+    # the submissions folder outside /tmp, so that hiding it is what the test exercises
+    outside = Path("/var/tmp") if Path("/var/tmp").is_dir() else None
+    subs = Path(tempfile.mkdtemp(prefix="specmath-subs-", dir=outside))
+    scratch = tmp_path / "scratch"
     scratch.mkdir()
     (subs / "grades.csv").write_text("original\n", encoding="utf-8")
     probe = (
@@ -209,7 +212,17 @@ def test_sandbox_lets_code_write_only_its_scratch_folder(tmp_path):
     assert r["scratch"] == "written" and (scratch / "mine.txt").read_text() == "ok"
     assert r["grades"] != "written" and grades == "original\n"
     assert r["repo"] != "written" and r["etc"] != "written"
-    assert r["net"] != "up"
+    assert r["net"] != "up" and r["subs_visible"] is False
+
+
+@needs_bwrap
+def test_sandbox_memory_limit_stops_a_large_allocation(tmp_path):
+    hog = "b = bytearray(2 * 2**30)\nprint('allocated')"
+    cmd = grade.sandbox_command(tmp_path, [], [sys.executable, "-c", hog])
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                         preexec_fn=grade._limits(512))
+    assert out.returncode != 0 and "MemoryError" in out.stderr
+    assert "allocated" not in out.stdout
 
 
 # ---- every assignment, built from the chapters, and a simulated class ----------------
@@ -347,7 +360,7 @@ def test_simulated_class_for_chapter_5(assignments, tmp_path_factory):
 
     before = {p.name: _sha(p) for p in subs.iterdir()} | {"zip": _sha(zip_path)}
     grade.grade("05", subs, timeout=float(os.environ.get("SPECMATH_TEST_GRADE_TIMEOUT",
-                                                          150)), jobs=2,
+                                                          150)), jobs=3,
                 assignments=assignments)
     after = {p.name: _sha(p) for p in subs.iterdir() if p.suffix == ".ipynb"}
     assert after == {k: v for k, v in before.items() if k != "zip"}     # nothing touched

@@ -71,6 +71,7 @@ class Chapter:
     number: int
     title: str
     install: str
+    install_meta: dict = field(default_factory=dict)
     body: list[str] = field(default_factory=list)      # the chapter's code before the exercises
     setup: list[str] = field(default_factory=list)
     exercises: list[Exercise] = field(default_factory=list)
@@ -194,7 +195,7 @@ def _free_names(sources: list[str]) -> set[str]:
 
 
 def slice_body(body: list[str], needed: set[str]) -> list[str]:
-    """The chapter's statements the exercises need, cell by cell, in the chapter's order.
+    """The chapter's statements the exercises need: [its imports, the other statements].
 
     A backward slice over top-level statements: a statement is kept when it binds or
     mutates a needed name; what it uses becomes needed. Every import is kept too (the
@@ -217,19 +218,20 @@ def slice_body(body: list[str], needed: set[str]) -> list[str]:
             if not isinstance(stmt, ast.If | ast.For | ast.While | ast.Try | ast.With):
                 needed -= n.defined
             needed |= n.used
-    out: dict[int, list[str]] = {}
-    seen_imports: set[str] = set()
+    imports: list[str] = []
+    code: dict[int, list[str]] = {}
     for i in sorted(keep):
         cell, stmt, text = stmts[i]
         if isinstance(stmt, ast.Import | ast.ImportFrom):
-            if text in seen_imports:
-                continue
-            seen_imports.add(text)
             text = _drop_check_import(text)
-            if not text:
-                continue
-        out.setdefault(cell, []).append(text)
-    return ["\n".join(v) for _, v in sorted(out.items())]
+            if text and text not in imports:
+                imports.append(text)
+        else:
+            code.setdefault(cell, []).append(text)
+    cells = ["\n".join(imports)] if imports else []
+    if code:
+        cells.append("\n\n".join("\n".join(v) for _, v in sorted(code.items())))
+    return cells
 
 
 def _split_solution(md: str) -> tuple[str, str]:
@@ -268,11 +270,13 @@ def read_chapter(reader: Path) -> Chapter | None:
     ex_idx = [i for i, c in enumerate(cells) if "exercise" in _tags(c)]
     if not ex_idx:
         return None
-    install = next(c.source for c in cells
-                   if c.cell_type == "code" and "google.colab" in c.source)
+    install_cell = next(c for c in cells
+                        if c.cell_type == "code" and "google.colab" in c.source)
+    install = install_cell.source
     title = next(c.source.lstrip("# ").strip() for c in cells
                  if c.cell_type == "markdown" and c.source.startswith("# "))
-    ch = Chapter(reader.stem, int(reader.stem[:2]), title, install)
+    ch = Chapter(reader.stem, int(reader.stem[:2]), title, install,
+                 dict(install_cell.metadata))
     heading = max(i for i in range(ex_idx[0]) if cells[i].cell_type == "markdown"
                   and cells[i].source.startswith("## "))
     ch.body = [c.source for c in cells[:heading]
@@ -449,7 +453,7 @@ def master_notebook(ch: Chapter, *, personal: bool, salt: str,
         "hand: answer them in their Markdown cell." + numbers))
     install = ch.install.replace(f'"{install_url}"', f'"{_with_classroom(install_url)}"')
     inst = _code(install)
-    inst.metadata = {"jupyter": {"source_hidden": True}}
+    inst.metadata = {k: v for k, v in ch.install_meta.items() if k != "tags"}
     cells.append(inst)
     start = (f'P = start("{ch.name}", STUDENT_ID, salt={salt!r})' if spec is not None
              else f'start("{ch.name}", STUDENT_ID, personal=False, salt={salt!r})')
@@ -487,8 +491,10 @@ def master_notebook(ch: Chapter, *, personal: bool, salt: str,
             cells += [_raw(f"# BEGIN QUESTION\nname: {q}\npoints: [0, 1]"),
                       _md(statement), _raw("# BEGIN SOLUTION")]
             body = ex.code.strip() or "pass"
+            number = re.search(r"\*\*Exercise ([\d.]+)", ex.statement)
             cells.append(_code(
-                f"# Exercise {ex.label}: your work here; store the answer in {name}\n"
+                f"# Exercise {number.group(1) if number else ex.label}: your work here; "
+                f"store the answer in {name}\n"
                 f"# BEGIN SOLUTION NO PROMPT\n{body}\n# END SOLUTION\n"
                 f"{name} = {ex.answer_expr}  # SOLUTION"))
             pers = spec is not None

@@ -342,7 +342,8 @@ def personal_statement(md_source: str, ex: Exercise, exprs: dict[str, str]) -> s
     out, pos = [], 0
     for g, key in enumerate(keys, 1):
         out.append(text[pos:hit.start(g)])
-        out.append(f"`{exprs[key]}`" if key in exprs else text[hit.start(g):hit.end(g)])
+        out.append(_placeholder(exprs[key]) if key in exprs
+                   else text[hit.start(g):hit.end(g)])
         pos = hit.end(g)
     out.append(text[pos:])
     return header + "\n" + "".join(out)
@@ -374,18 +375,22 @@ def personal_statement_by_value(ex: Exercise, exprs: dict[str, str],
         if not key.startswith(prefix):
             continue
         v = eval(expr, env)  # noqa: S307 -- the chapter's own glue expression
-        forms = {str(v), f"{v:g}"} | ({f"{v:.{n}f}" for n in range(4)}
-                                       if isinstance(v, float) else set())
-        hits = set()
-        for a, b in _outside_math(text):
-            for form in forms:
-                for m in re.finditer(r"(?<![\w.])" + re.escape(form) + r"(?![\w]|\.\d)",
-                                     text[a:b]):
-                    hits.add((a + m.start(), a + m.end()))
+        tries = [{str(v)} | ({f"{v:g}"} if isinstance(v, int | float) else set())]
+        if isinstance(v, float):
+            tries.append({f"{v:.{n}f}" for n in range(1, 5)})
+        hits: set[tuple[int, int]] = set()
+        for forms in tries:          # as printed plainly first, then with fixed decimals
+            for a, b in _outside_math(text):
+                for form in forms:
+                    for m in re.finditer(r"(?<![\w.])" + re.escape(form)
+                                         + r"(?![\w]|\.\d)", text[a:b]):
+                        hits.add((a + m.start(), a + m.end()))
+            if hits:
+                break
         if len(hits) != 1 or next(iter(hits)) in found:
             raise ValueError(f"{ex.label}: cannot locate the input {key} = {v!r} in the "
                              "statement (run `make reader-notebooks` if the chapter changed)")
-        found[next(iter(hits))] = f"`{expr}`"
+        found[next(iter(hits))] = _placeholder(expr)
     out, pos = [], 0
     for (a, b), repl in sorted(found.items()):
         out += [text[pos:a], repl]
@@ -400,6 +405,13 @@ def _with_classroom(requirement: str) -> str:
         return requirement
     extras = [e for e in (m.group(1) or "").split(",") if e] + ["classroom"]
     return f"specmath[{','.join(extras)}]{m.group(2)}"
+
+
+def _placeholder(expr: str) -> str:
+    """How a statement shows a personal input: the expression that holds it, with the
+    chapter's list formatting (``", ".join(f"{v:g}" for v in X)``) reduced to ``X``."""
+    m = re.fullmatch(r"""["'], ["']\.join\(.* for \w+ in (.+)\)""", expr.strip())
+    return f"`{m.group(1) if m else expr}`"
 
 
 def _raw(text: str):
@@ -531,15 +543,20 @@ def master_notebook(ch: Chapter, *, personal: bool, salt: str,
     return nb
 
 
-def verify_solved(dest: Path, name: str) -> dict[str, bool]:
-    """Run the solved notebook's code here and every test of ``autograder.zip`` (hidden
-    ones included) against it; return question -> passed."""
+def verify_solved(dest: Path, name: str, student_id: str | None = None) -> dict[str, bool]:
+    """Run the solved notebook's code here (as student ``student_id``, or as the solved
+    notebook's own ID) and every test of ``autograder.zip`` (hidden ones included)
+    against it; return question -> passed."""
     from otter.test_files.ok_test import OKTestFile
 
     nb = nbformat.read(dest / "autograder" / f"{name}.ipynb", as_version=4)
+    if student_id is not None:
+        nb.cells[0].source = f"STUDENT_ID = {student_id!r}\n"
     env: dict = {"__name__": "__main__"}
     here = os.getcwd()
     os.chdir(dest / "autograder")
+    import specmath.exercises as exercises
+    self_check = exercises.check          # the solved notebook switches it off
     try:
         with contextlib.redirect_stdout(io.StringIO()), tempfile.TemporaryDirectory() as tmp:
             for cell in nb.cells:
@@ -557,6 +574,7 @@ def verify_solved(dest: Path, name: str) -> dict[str, bool]:
                     print(f"{name}: {tf.summary()}", file=sys.stderr)
     finally:
         os.chdir(here)
+        exercises.check = self_check
     return passed
 
 

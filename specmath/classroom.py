@@ -90,9 +90,39 @@ def _draw_ch5(rng: np.random.Generator) -> dict:
     return {"PARAMS": params}
 
 
+def _draw_ch6(rng: np.random.Generator) -> dict:
+    # Chapter 6's exercises (specmath/exercises/ch6.py, PARAMS), drawn fields only:
+    # ex1 keeps a unique top logit in each model (the T = 0 one-hot) and the temperatures;
+    # ex2 keeps T = 1 and T = 1/2 (its solution uses softmax(z, 1/2) = zipf(2s)); ex3 has
+    # decreasing per-position probabilities in (0, 1); ex4 has k >= 2, where E[N] is
+    # strictly convex in alpha, so the chapter's Jensen claim holds.
+    from .exercises import ch6
+
+    params = copy.deepcopy(ch6.PARAMS)
+    top, second = _pick(rng, [3.0, 4.0, 5.0]), _pick(rng, [1.0, 2.0])
+    start, step = _pick(rng, [0.85, 0.9, 0.95]), _pick(rng, [0.05, 0.1, 0.15])
+    draws = {
+        "ch6-ex1": {"target_logits": [top, second, 0.0, 0.0],
+                    "draft_logits": [second, top, 0.0, 0.0]},
+        "ch6-ex2": {"vocab_size": _pick(rng, [200, 500, 1000, 2000, 5000]),
+                    "exponent": _pick(rng, [0.8, 1.0, 1.1, 1.2, 1.5])},
+        "ch6-ex3": {"alphas": [round(start - i * step, 2) for i in range(4)]},
+        "ch6-ex4": {"alpha_values": [_pick(rng, [0.3, 0.4, 0.5, 0.6]),
+                                     _pick(rng, [0.8, 0.85, 0.9, 0.95])],
+                    "k": _pick(rng, [3, 4, 5, 6])},
+        "ch6-ex5": {"seed": _pick(rng, list(range(10))), "k": _pick(rng, [3, 4, 5])},
+    }
+    for key, fields in draws.items():
+        for name, value in fields.items():
+            if name in params.get(key, {}):
+                params[key][name] = value
+    return {"PARAMS": params}
+
+
 #: Chapters whose numeric exercises have personal inputs, by chapter (``"ch5"``).
 PERSONAL: dict[str, Personal] = {
     "ch5": Personal("specmath.exercises.ch5", "P", _draw_ch5, lambda o: o["PARAMS"]),
+    "ch6": Personal("specmath.exercises.ch6", "P", _draw_ch6, lambda o: o["PARAMS"]),
 }
 
 
@@ -229,5 +259,5 @@ def start(assignment: str, student_id: str, *, personal: bool = True, salt: str 
         for key, params in value.items():
             items = params.items() if isinstance(params, dict) else [("", params)]
             for name, v in items:
-                print(f'  {chapter.name}["{key}"]["{name}"] = {v!r}')
+                print(f'  {chapter.name}["{key}"]["{name}"] = {v}')
     return value

@@ -74,6 +74,16 @@ def test_personal_inputs_keep_every_chapter5_exercise_well_posed():
         assert 0 < float(got["ch5-ex4"]) < 1 and 0 < float(got["ch5-ex5"]) < 1
 
 
+def test_every_personal_chapter_gives_finite_answers_for_every_student():
+    for chapter in classroom.PERSONAL:
+        keys = [k for k in exercises.exercise_keys() if k.startswith(f"{chapter}-")]
+        assert keys, chapter
+        for i in range(100):
+            for key in keys:
+                got = classroom.expected(chapter, key, f"student-{i}")
+                assert np.isfinite(got).all(), (key, i)
+
+
 def test_two_students_rarely_share_an_answer():
     # measured over 120 IDs; the bound (10 % per question) is what makes copying visible:
     # a copied notebook fails most personalised questions
@@ -294,6 +304,19 @@ def test_student_notebooks_hold_no_solution_no_hidden_test_and_no_self_check(ass
         meta = json.dumps(nb.metadata["otter"])
         assert "hidden" not in meta.replace('"hidden": false', "")
         assert len(manual) == text.count("_Type your answer here, replacing this text._")
+
+
+@pytest.mark.site
+def test_solved_notebooks_with_personal_numbers_pass_for_many_students(assignments):
+    # the chapter's own solution code, run with the inputs of 12 students, passes every
+    # test: the drawn inputs keep the exercises (and their solutions' checks) well posed
+    ma = _load("make_assignments")
+    for chapter in classroom.PERSONAL:
+        nn = f"{int(chapter[2:]):02d}_"
+        name = next(p.name for p in assignments.iterdir() if p.name.startswith(nn))
+        for i in range(12):
+            passed = ma.verify_solved(assignments / name, name, f"student-{i}")
+            assert passed and all(passed.values()), (name, i, passed)
 
 
 def _set_id(nb, sid: str):

@@ -3,7 +3,8 @@
 ``specmath.notebook.glue`` returns its value (so ``x = glue("key", f(...))`` both computes
 and glues); a cell whose last statement is a bare ``glue(...)`` would echo that value under
 the code, on the site and in the notebooks (``0.05999999999999994``). Such cells end with
-``;``. Proved statically on every chapter and by executing chapter 10, which has the most.
+``;``. Proved statically on every chapter here; ``tests/test_student_journey.py`` executes
+every chapter (as the student edition) and fails on a glue cell that shows a result.
 """
 
 from __future__ import annotations
@@ -50,19 +51,3 @@ def test_no_chapter_cell_ends_in_a_bare_glue(path):
     bad = [c.source.splitlines()[-1] for c in nb.cells
            if c.cell_type == "code" and ends_in_echoing_glue(c.source)]
     assert not bad, f"{path.name}: end these cells with ';' so they show no value: {bad}"
-
-
-@pytest.mark.slow
-def test_executed_chapter_10_shows_no_result_under_a_glue_cell(tmp_path):
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(ROOT / "book" / "10_trees.ipynb", as_version=4)
-    glue_cells = [i for i, c in enumerate(nb.cells)
-                  if c.cell_type == "code" and "glue(" in c.source.strip().splitlines()[-1]]
-    assert len(glue_cells) >= 5
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    for i in glue_cells:
-        shown = [o for o in nb.cells[i].outputs if o.output_type == "execute_result"]
-        assert not shown, (f"cell {i} of chapter 10 shows {shown[0]['data']}:\n"
-                           f"{nb.cells[i].source}")

@@ -6,7 +6,8 @@ folder outside the repository, answering every exercise where its placeholder st
 through the checker call the placeholder names (``check("ch5-ex3", [k_slow, k_fast])``,
 the statement's own variables): the instructor's value must print ✅; a wrong number must
 print a ❌ message, never a traceback. A ``NameError`` for ``check`` (issue 15, item 3) or
-any other error fails the test with the cell.
+any other error fails the test with the cell; so does a cell ending in ``glue(...)`` that
+shows a result (item 8).
 
 The reader notebooks come from ``notebooks/`` (set ``SPECMATH_READER_DIR`` to test a fresh
 build, e.g. ``_build/jupyter/book``). Chapter 7 runs its live model cells on the offline
@@ -117,7 +118,39 @@ def test_student_notebook_runs_top_to_bottom_and_every_exercise_is_answered(
         for k in answered:
             if f"check({k!r}" in cell.source:
                 out[k] += text
+    # issue 15, item 8: no executed cell that ends in glue(...) shows a result
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "glue(" in (cell.source.strip().splitlines() or [""])[-1]:
+            shown = [o for o in cell.outputs if o.output_type == "execute_result"]
+            assert not shown, f"{name}: a glue cell shows {shown[0]['data']}:\n{cell.source}"
     for k, text in out.items():
         assert f"✅ {k}: correct." in text, f"{name}: the instructor's value of {k}: {text}"
         assert f"❌ {k}:" in text, f"{name}: a wrong value of {k} got no message: {text}"
         assert "Traceback" not in text
+
+
+def test_every_checked_exercise_statement_names_its_checker_call():
+    """Each registered exercise's statement (book/md) names ``check("key", variables)`` with
+    the variables the student edition's placeholder then names; the Exercises setup cell
+    (not a solution) imports ``check``."""
+    from specmath.exercises import exercise_keys
+
+    statements, setup_imports = {}, {}
+    for md in sorted((REPO / "book" / "md").glob("[0-9][0-9]_*.md")):
+        text = md.read_text(encoding="utf-8")
+        for m in re.finditer(r"```\{exercise\}[^\n]*\n:label: (\S+)\n(.*?)\n```", text, re.S):
+            statements[m.group(1)] = m.group(2)
+        section = re.split(r"^## [^\n]*[Ee]xercises\s*$", text, maxsplit=1, flags=re.M)
+        assert len(section) == 2, f"{md.name}: no Exercises section"
+        first_solution = section[1].find("{solution-start}")
+        setup = section[1][:first_solution]
+        setup_imports[md.name] = "from specmath.exercises import check" in setup
+    missing = [k for k in exercise_keys() if k not in statements
+               or _maker().checker_call(statements[k], k) is None]
+    assert not missing, f"statements that name no checker call: {missing}"
+    for k in exercise_keys():
+        arg = _maker().checker_call(statements[k], k)
+        assert NAME.findall(arg) and "..." not in arg, f"{k}: check({k!r}, {arg}) names no value"
+    assert all(setup_imports.values()), (
+        f"chapters whose Exercises setup does not import check: "
+        f"{[n for n, ok in setup_imports.items() if not ok]}")

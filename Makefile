@@ -9,7 +9,7 @@ PIP := $(BIN)/python -m pip -q --disable-pip-version-check
 QUIET := 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: venv models vendor chromium bubblewrap book reader-notebooks test lint unit site-test notebooks student assignments grade clean help
+.PHONY: venv models vendor chromium bubblewrap book reader-notebooks test lint unit site-test notebooks student assignments grade gpu-rehearsal clean help
 
 help:
 	@echo "make book   - create .venv, install everything, build the site (_build/html)"
@@ -80,6 +80,12 @@ site-test: venv chromium bubblewrap
 	SPECMATH_REQUIRE_SITE=1 $(BIN)/python -m pytest -m site
 
 test: lint unit book site-test
+
+# The GPU machine's first call rehearsed on CPU (issue 18): a fresh venv with only numpy,
+# torch (CPU) and transformers 5.17, the tree copied as the GPU machine receives it, the
+# exact GPU command with --smoke. Minutes (installing torch), so not part of `make test`.
+gpu-rehearsal:
+	benchmarks/gpu_rehearsal.sh
 
 # ---- the classroom edition: solutions and outputs removed (make book stays the full one)
 student: venv

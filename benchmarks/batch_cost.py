@@ -18,21 +18,15 @@ c_B = t_target(B, 1) / t_draft(B, 1).
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
 import os
-import platform
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
+from _common import parser, provenance, start, write_result
 
 from specmath import llm
-
-ROOT = Path(__file__).resolve().parents[1]
 
 CODE = '''import heapq
 
@@ -62,6 +56,10 @@ class LRUCache:
 '''
 
 
+NOTE = ("CPU, one torch thread, on a 2-core machine shared with other jobs: absolute times "
+        "drift; configurations interleaved in random order per repeat.")
+
+
 def bootstrap_median_ci(x, level: float = 0.95, n_boot: int = 2000, seed: int = 0):
     """Percentile bootstrap interval for the median of ``x``."""
     x = np.asarray(x, dtype=float)
@@ -69,30 +67,6 @@ def bootstrap_median_ci(x, level: float = 0.95, n_boot: int = 2000, seed: int = 
     meds = np.median(x[rng.integers(0, x.size, (n_boot, x.size))], axis=1)
     lo, hi = np.quantile(meds, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
-
-
-def provenance(device, dtype, args) -> dict:
-    name = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    import transformers
-
-    return {
-        "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "device": str(device), "device_name": name, "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(), "dtype": str(dtype).replace("torch.", ""),
-        "torch": torch.__version__, "transformers": transformers.__version__,
-        "python": platform.python_version(), "platform": platform.platform(),
-        "target": "Qwen2.5-Coder-1.5B-Instruct", "draft": "Qwen2.5-Coder-0.5B-Instruct",
-        "loadavg_start": list(os.getloadavg()), "settings": vars(args),
-        "note": "CPU, one torch thread, on a 2-core machine shared with other jobs: "
-                "absolute times drift; configurations interleaved in random order per repeat.",
-    }
 
 
 @torch.inference_mode()
@@ -157,23 +131,17 @@ def derived(meas: dict) -> dict:
 
 
 def main(argv=None, models=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--threads", type=int, default=1)
+    ap = parser(__doc__)
     ap.add_argument("--context", type=int, default=128, help="cached tokens per row")
     ap.add_argument("--batches", type=int, nargs="+", default=[1, 2, 3, 4])
     ap.add_argument("--ms", type=int, nargs="+", default=[1, 2, 3, 5, 9],
                     help="tokens per row in the verification pass (k + 1)")
     ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--quick", action="store_true", help="tiny sizes, to test the script")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.quick:
         args.context, args.batches, args.ms, args.repeats = 8, [1, 2], [1, 3], 2
-    torch.set_num_threads(args.threads)
-    t0 = time.perf_counter()
+    t0 = start(args).t0
     if models is None:
-
         target, draft, tok = llm.load_pair(llm.OFFLINE_PAIR, "cpu", None)
         ids = tok(CODE, return_tensors="pt").input_ids
     else:
@@ -185,16 +153,14 @@ def main(argv=None, models=None) -> dict:
         ids = ids.repeat(1, need // ids.shape[1] + 1)
     ids = ids[:, :need]
     dtype = next(target.parameters()).dtype
-    R = {"provenance": provenance(torch.device("cpu"), dtype, args),
+    R = {"provenance": provenance(args, dtype=dtype, note=NOTE),
          "load_s": time.perf_counter() - t0, "quick": bool(args.quick)}
     R["measurements"] = measure(target, draft, ids, args.batches, args.ms, args.repeats,
                                 args.seed)
     R["derived"] = derived(R["measurements"])
     R["provenance"]["loadavg_end"] = list(os.getloadavg())
     R["provenance"]["elapsed_s"] = time.perf_counter() - t0
-    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / "batch_cpu.json"
-    out.write_text(json.dumps(R, indent=1))
-    print(f"wrote {out}")
+    write_result(R, args.out, "batch_cpu.json")
     return R
 
 

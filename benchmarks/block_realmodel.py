@@ -32,27 +32,17 @@ provenance. Design:
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
 import os
-import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
+from _common import parser, prompt_ids, provenance, start, write_result
 
-import specmath as sm
 from specmath import llm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from record_traces import PROMPTS, encode  # noqa: E402
-
 RULES = ("tokenwise", "block")
+CLOCK = "process CPU time (time.process_time), one torch thread; wall clock beside"
 
 
 def exact_given_draft(p: torch.Tensor, q: torch.Tensor, draft: torch.Tensor):
@@ -98,27 +88,6 @@ def bootstrap(x: np.ndarray, stat=np.mean, n: int = 10_000, seed: int = 0) -> li
     idx = rng.integers(0, len(x), size=(n, len(x)))
     s = np.array([stat(x[i]) for i in idx])
     return [float(np.percentile(s, 2.5)), float(np.percentile(s, 97.5))]
-
-
-def provenance(args) -> dict:
-    name = platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "device": "cpu", "device_name": name, "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-        "transformers": transformers.__version__, "python": platform.python_version(),
-        "platform": platform.platform(), "specmath": sm.__version__,
-        "target": "Qwen2.5-Coder-1.5B-Instruct", "draft": "Qwen2.5-Coder-0.5B-Instruct",
-        "clock": "process CPU time (time.process_time), one torch thread; wall clock beside",
-        "shared_machine": True, "loadavg_start": os.getloadavg(), "settings": vars(args),
-    }
 
 
 def summarize(runs: list[dict], k: int) -> dict:
@@ -177,33 +146,25 @@ def summarize(runs: list[dict], k: int) -> dict:
 
 
 def main(argv=None, models=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--new-tokens", type=int, default=48)
     ap.add_argument("--reps", type=int, default=1, help="generations per (prompt, rule)")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--quick", action="store_true", help="tiny sizes, to test the script")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.quick:
         args.new_tokens, args.reps = 8, 1
-    torch.set_num_threads(args.threads)
-    t0 = time.perf_counter()
-
-    def log(*a):
-        print(f"[{time.perf_counter() - t0:7.1f}s]", *a, flush=True)
-
+    log = start(args)
+    t0 = log.t0
     if models is None:
         target, draft, tok = llm.load_pair()
-        prompts = {f"{task}-{i}": (task, encode(tok, spec))
-                   for task, specs in PROMPTS.items() for i, spec in enumerate(specs)}
+        prompts = prompt_ids(tok)
         if args.quick:
             prompts = dict(list(prompts.items())[:2])
     else:  # tests: tiny in-process models; prompts {id: (task, token ids)}
         target, draft, prompts = models
-    R = {"provenance": provenance(args), "k": args.k, "temperature": args.temperature,
+    R = {"provenance": provenance(args, clock=CLOCK, shared_machine=True), "k": args.k,
+         "temperature": args.temperature,
          "new_tokens": args.new_tokens, "reps": args.reps, "quick": bool(args.quick),
          "prompt_tokens": {pid: len(ids) for pid, (_, ids) in prompts.items()}}
     rng = np.random.default_rng(args.seed)
@@ -245,10 +206,7 @@ def main(argv=None, models=None) -> dict:
     R["summary"] = summarize(runs, args.k)
     R["provenance"]["loadavg_end"] = os.getloadavg()
     R["provenance"]["total_wall_s"] = time.perf_counter() - t0
-    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / (
-        "block_cpu_quick.json" if args.quick else "block_cpu.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(R, indent=1))
+    out = write_result(R, args.out, "block_cpu_quick.json" if args.quick else "block_cpu.json")
     a = R["summary"]["all"]
     log(f"exact gain in E[N] {a['exact_gain']:.4f} {a['exact_gain_ci95']}, measured "
         f"{a['measured_gain']:.4f} {a['measured_gain_ci95']}, speed ratio (cpu) "

@@ -1,9 +1,13 @@
 """The GPU run of the course, in one command (issue 12; chapter 7, section "On a GPU").
 
-Usage (from the repository root)::
+The exact GPU command (from the repository root; it stops by itself before 540 s)::
 
-    PYTHONPATH=. python3 benchmarks/gpu_run.py --out $OUT/gpu_run.json   # on the GPU, ≤ 8 min
-    .venv/bin/python benchmarks/gpu_run.py --smoke --out /tmp/gpu_smoke.json  # CPU, < 90 s
+    PYTHONPATH=. python3 benchmarks/gpu_run.py --out $OUT/gpu_run.json
+
+On CPU, the same code with tiny models (``make gpu-rehearsal`` runs it in a fresh
+environment with only numpy, torch and transformers, as the GPU machine has)::
+
+    PYTHONPATH=. python3 benchmarks/gpu_run.py --smoke --out /tmp/gpu_smoke.json
 
 The GPU machine receives the working tree only (no network, no model weights), so every
 model here is built from a committed configuration with **random weights**; what the real
@@ -23,9 +27,11 @@ the real pair (``specmath/data/results/traces_cpu.json``) and is **replayed**. S
 4. per-iteration overhead: our loop against transformers' assisted generation with the
    draft a copy of the target (every draft accepted, so both do the same passes).
 
-Every section is guarded: an error is recorded and the run goes on; the JSON is rewritten
-after each section, so a run cut short still leaves its results. ``--budget-s`` caps the
-whole run (sections shrink or are skipped, and say so).
+It prints its plan (the expected duration of each section) first. Every section is
+guarded: an error is recorded and the run goes on; the JSON is rewritten after each
+section, so a run cut short still leaves its results. ``--budget-s`` caps the sections
+(they shrink or are skipped, and say so); a hard stop at 540 s after the start ends the run
+cleanly wherever it is, with what it measured written.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import datetime as dt
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -43,17 +50,24 @@ import time
 import traceback
 from pathlib import Path
 
-import numpy as np
-import torch
-import transformers
+T_START = time.perf_counter()  # before the heavy imports: the hard stop counts from here
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from _common import RESULTS, device_name, write_json  # noqa: E402
+
 from specmath import llm  # noqa: E402
 from specmath import traces as tr  # noqa: E402
 from specmath.stats import g_test  # noqa: E402
+
+#: The GPU machine runs one command for at most 600 s; the run ends itself before this.
+HARD_STOP_S = 540.0
 
 CONFIGS = ROOT / "benchmarks" / "configs"
 LEVEL = 1e-3  # false-alarm rate of each G-test of section 1
@@ -65,8 +79,8 @@ LEVEL = 1e-3  # false-alarm rate of each G-test of section 1
 class Budget:
     """Wall-clock budget of the run: sections ask how much is left before starting work."""
 
-    def __init__(self, seconds: float):
-        self.t0 = time.perf_counter()
+    def __init__(self, seconds: float, t0: float | None = None):
+        self.t0 = time.perf_counter() if t0 is None else t0
         self.seconds = seconds
 
     def left(self) -> float:
@@ -89,11 +103,24 @@ def quantiles(xs) -> dict:
     return {"median": float(q[1]), "q25": float(q[0]), "q75": float(q[2]), "n": len(xs)}
 
 
+class OutOfTime(BaseException):
+    """The hard stop: raised by a timer wherever the run is (not an Exception, so no
+    section's own error handling swallows it)."""
+
+
+def _out_of_time(signum, frame):
+    raise OutOfTime("hard stop")
+
+
 def guarded(rec: dict, name: str, fn, *args, **kw):
     """Run one section; record its result, or its error, under ``rec[name]``."""
     t0 = time.perf_counter()
     try:
         rec[name] = fn(*args, **kw)
+    except OutOfTime as err:
+        rec[name] = {"stopped": f"{err} after {time.perf_counter() - t0:.1f} s in this section",
+                     "section_seconds": time.perf_counter() - t0}
+        raise
     except Exception as err:  # noqa: BLE001 - a GPU run must report, not stop
         rec[name] = {"error": f"{type(err).__name__}: {err}",
                      "traceback": traceback.format_exc()[-4000:]}
@@ -132,7 +159,7 @@ def provenance(device, dtype, args) -> dict:
                  cuda=torch.version.cuda, gpu_memory_gib=props.total_memory / 2**30,
                  multiprocessors=props.multi_processor_count)
     else:
-        d.update(cpu=platform.processor() or platform.machine(), cpu_count=os.cpu_count(),
+        d.update(cpu=device_name("cpu"), cpu_count=os.cpu_count(),
                  torch_threads=torch.get_num_threads(),
                  note="CPU smoke run: tiny configurations, timings meaningless")
     return d
@@ -558,19 +585,8 @@ def overhead(target, device, k, n_new, reps, cost, vocab, modes) -> dict:
 # ---- main ----------------------------------------------------------------------------------------
 
 
-def _jsonable(o):
-    if isinstance(o, Path):
-        return str(o)
-    if isinstance(o, np.generic):
-        return o.item()
-    return float(o)
-
-
 def write(path: Path, record: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1, default=_jsonable))
-    tmp.replace(path)
+    write_json(path, record)
 
 
 def summary_lines(rec: dict) -> list[str]:
@@ -599,6 +615,8 @@ def summary_lines(rec: dict) -> list[str]:
     for sec in ("exactness", "cost", "replay", "overhead", "exactness_compiled"):
         if isinstance(rec.get(sec), dict) and "error" in rec[sec]:
             lines.append(f"  {sec}: ERROR {rec[sec]['error'][:100]}")
+    if rec.get("stopped"):
+        lines.append(f"  STOPPED: {rec['stopped']}")
     return lines
 
 
@@ -611,7 +629,10 @@ def main(argv=None) -> dict:
                     help="tiny configurations on CPU, seconds: checks the code, not the GPU")
     ap.add_argument("--device", default=None)
     ap.add_argument("--budget-s", type=float, default=None,
-                    help="wall-clock cap of the whole run (default 420 s; smoke 240 s, normally done in 30)")
+                    help="wall-clock cap of the sections (default 420 s; smoke 240 s, "
+                         "normally done in 30)")
+    ap.add_argument("--hard-stop-s", type=float, default=HARD_STOP_S,
+                    help="end the run here, whatever it is doing, with its results written")
     ap.add_argument("--traces", type=Path, default=None,
                     help="traces JSON (default specmath/data/results/traces_cpu.json, else synthetic)")
     ap.add_argument("--compiled-only", type=Path, default=None, help=argparse.SUPPRESS)
@@ -624,13 +645,14 @@ def main(argv=None) -> dict:
         return r
     smoke = args.smoke
     if args.out is None:
-        args.out = (Path("/tmp/gpu_run_smoke.json") if smoke
-                    else ROOT / "specmath" / "data" / "results" / "gpu_run.json")
+        args.out = Path("/tmp/gpu_run_smoke.json") if smoke else RESULTS / "gpu_run.json"
+    t0 = T_START if argv is None else time.perf_counter()  # a script counts its imports
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() and not smoke
                                           else "cpu"))
     if device.type == "cpu":
         torch.set_num_threads(1)
-    budget = Budget(args.budget_s or (240.0 if smoke else 420.0))
+    budget = Budget(min(args.budget_s or (240.0 if smoke else 420.0), args.hard_stop_s - 30),
+                    t0)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     rec: dict = {"provenance": provenance(device, dtype, args)}
     P = dict(  # sizes of the work: GPU run, and the smoke run's
@@ -640,11 +662,47 @@ def main(argv=None) -> dict:
         replay_len=24 if smoke else 128, replay_reps=1 if smoke else 2,
         ov_reps=1 if smoke else 5, ov_new=12 if smoke else 64, ov_k=4)
     rec["provenance"]["work"] = P
-
-    # 1. exactness (the compiled-by-torch.compile paths come last, if time is left)
     paths = ["eager", "device", "static", "static+graphs"]
     if "block" in llm.VERIFIERS:  # chapter 9's rule, on the fast path
         paths.append("static+graphs, block")
+    rec["plan"] = plan(P, paths, budget.seconds, args.hard_stop_s, device)
+    print("\n".join(["plan (seconds; the JSON is rewritten after each section):"]
+                    + [f"  {k:20s} {v}" for k, v in rec["plan"].items()]), flush=True)
+    signal.signal(signal.SIGALRM, _out_of_time)
+    signal.setitimer(signal.ITIMER_REAL, max(1.0, args.hard_stop_s
+                                             - (time.perf_counter() - t0)))
+    try:
+        sections(rec, args, device, dtype, P, paths, budget, smoke)
+    except OutOfTime:
+        rec["stopped"] = (f"hard stop at {args.hard_stop_s:.0f} s: the sections before the "
+                          "stopped one finished and are kept")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        rec["elapsed_s"] = budget.elapsed()
+        write(args.out, rec)
+    print("\n".join(summary_lines(rec)))
+    return rec
+
+
+def plan(P: dict, paths: list[str], budget_s: float, hard_stop_s: float, device) -> dict:
+    """Expected seconds of each section, printed before anything runs: caps where the
+    section has one, else an estimate from its size (CPU smoke: a few seconds each)."""
+    gpu = device.type == "cuda"
+    n = len(paths)
+    return {
+        "1 exactness": f"at most {n} paths x {P['sec_per_path']} s = {n * P['sec_per_path']}",
+        "2 cost": "about 60 (graph capture, then interleaved timing)" if gpu else "about 5",
+        "3 replay": f"until {0.75 * budget_s:.0f} s into the run at the latest",
+        "4 overhead": "about 30" if gpu else "about 5",
+        "1b compiled paths": (f"what is left until {budget_s - 20:.0f} s (child process, "
+                              "CUDA only)" if gpu else "skipped on CPU"),
+        "budget": f"{budget_s:.0f} for the sections; hard stop at {hard_stop_s:.0f}",
+    }
+
+
+def sections(rec, args, device, dtype, P, paths, budget, smoke) -> None:
+    """The four sections (and 1b), the JSON rewritten after each."""
+    # 1. exactness (the compiled-by-torch.compile paths come last, if time is left)
     guarded(rec, "exactness", exactness, device, paths, P["n_samples"], budget,
             P["sec_per_path"])
     write(args.out, rec)
@@ -702,10 +760,6 @@ def main(argv=None) -> dict:
     else:
         rec["exactness_compiled"] = {"skipped": f"CPU run or time budget ({budget.left():.0f}"
                                                 " s left)"}
-    rec["elapsed_s"] = budget.elapsed()
-    write(args.out, rec)
-    print("\n".join(summary_lines(rec)))
-    return rec
 
 
 if __name__ == "__main__":

@@ -23,31 +23,20 @@ Writes ``specmath/data/results/lossy_cpu.json`` with provenance (floats rounded 
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
+from _common import PROMPTS, encode, eos_ids, parser, start, write_result
+from record_traces import _logits, generate_text
 
 import specmath as sm
 
-ROOT = Path(__file__).resolve().parents[1]
 LENIENCE = (1.0, 0.9, 0.7, 0.5, 0.3, 0.1)
 EPS = (0.001, 0.01, 0.03, 0.09, 0.3)
 DELTA = 0.3
 DIGITS = 5
-
-
-def _record_traces():
-    spec = importlib.util.spec_from_file_location("record_traces",
-                                                  ROOT / "benchmarks" / "record_traces.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _r(a) -> list:
@@ -72,32 +61,23 @@ def position_fields(p: np.ndarray, q: np.ndarray, lenience, eps, delta) -> dict:
 
 def main(argv=None, models=None) -> dict:
     """Run; ``models`` = (target, draft, prompts as token-id lists) injects tiny models."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, quick="1 prompt, 8 tokens")
     ap.add_argument("--new-tokens", type=int, default=64)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--delta", type=float, default=DELTA)
-    ap.add_argument("--quick", action="store_true", help="1 prompt, 8 tokens")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.quick:
         args.new_tokens = 8
-    torch.set_num_threads(args.threads)
-    rt = _record_traces()
-    t0 = time.perf_counter()
+    t0 = start(args).t0
     load0 = list(os.getloadavg())
     if models is None:
         from specmath import llm
         target, draft, tok = llm.load_pair(llm.OFFLINE_PAIR, "cpu")
         names = {"target": "Qwen2.5-Coder-1.5B-Instruct",
                  "draft": "Qwen2.5-Coder-0.5B-Instruct", "pair": llm.OFFLINE_PAIR}
-        tasks = list(rt.PROMPTS)[:1] if args.quick else list(rt.PROMPTS)
-        prompts = [{"id": f"{t}-1", "task": t, "ids": rt.encode(tok, rt.PROMPTS[t][1])}
+        tasks = list(PROMPTS)[:1] if args.quick else list(PROMPTS)
+        prompts = [{"id": f"{t}-1", "task": t, "ids": encode(tok, PROMPTS[t][1])}
                    for t in tasks]
-        eos = sorted({t for t in (tok.eos_token_id, tok.pad_token_id,
-                                  tok.convert_tokens_to_ids("<|im_end|>"),
-                                  tok.convert_tokens_to_ids("<|endoftext|>"))
-                      if isinstance(t, int) and t >= 0})
+        eos = eos_ids(tok)
     else:
         target, draft, ids = models
         names = {"target": "tiny-target", "draft": "tiny-draft", "pair": "in-process"}
@@ -105,10 +85,10 @@ def main(argv=None, models=None) -> dict:
         eos = []
     recs = []
     for i, pr in enumerate(prompts):
-        text = rt.generate_text(target, pr["ids"], args.new_tokens, 1.0,
+        text = generate_text(target, pr["ids"], args.new_tokens, 1.0,
                                 args.seed + 1000 * i, eos)
-        p = torch.softmax(rt._logits(target, pr["ids"], text), -1).numpy()
-        q = torch.softmax(rt._logits(draft, pr["ids"], text), -1).numpy()
+        p = torch.softmax(_logits(target, pr["ids"], text), -1).numpy()
+        q = torch.softmax(_logits(draft, pr["ids"], text), -1).numpy()
         rec = {"id": pr["id"], "task": pr["task"], "L": len(text), "tokens": text}
         rec.update(position_fields(p, q, LENIENCE, EPS, args.delta))
         recs.append(rec)
@@ -127,10 +107,7 @@ def main(argv=None, models=None) -> dict:
             "loadavg_start": load0, "loadavg_end": list(os.getloadavg()),
             "total_s": round(time.perf_counter() - t0, 1)},
          "prompts": recs}
-    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / (
-        f"lossy_cpu{'_quick' if args.quick else ''}.json")
-    out.write_text(json.dumps(R, indent=1))
-    print(f"wrote {out}")
+    write_result(R, args.out, f"lossy_cpu{'_quick' if args.quick else ''}.json")
     return R
 
 

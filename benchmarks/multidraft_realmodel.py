@@ -31,50 +31,20 @@ Writes ``specmath/data/results/multidraft_cpu.json`` with provenance.
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
-import json
-import os
-import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
+from _common import parser, prompt_ids, provenance, start, write_result
+from record_traces import _logits, generate_text
 
 import specmath as sm
 from specmath import llm
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from record_traces import PROMPTS, _logits, encode, generate_text  # noqa: E402
-
 MS = (1, 2, 3, 4)
+DTYPE = "float32 weights, probabilities in float64"
+METHOD = "exact from teacher-forced rows (no timed decode); see the docstring"
 KS = (1, 2, 3, 4, 5)
-
-
-def provenance(args) -> dict:
-    name = platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "device": "cpu", "device_name": name, "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-        "transformers": transformers.__version__, "python": platform.python_version(),
-        "numpy": np.__version__, "specmath": sm.__version__,
-        "target": "Qwen2.5-Coder-1.5B-Instruct", "draft": "Qwen2.5-Coder-0.5B-Instruct",
-        "dtype": "float32 weights, probabilities in float64", "temperature": 1.0,
-        "shared_machine": True, "settings": vars(args),
-        "method": "exact from teacher-forced rows (no timed decode); see the docstring",
-    }
 
 
 def position_rows(p: np.ndarray, q: np.ndarray) -> dict:
@@ -138,23 +108,16 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def main(argv=None, models=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--new-tokens", type=int, default=48)
     ap.add_argument("--prompts-per-task", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--quick", action="store_true", help="tiny sizes, to test the script")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.quick:
         args.new_tokens = 8
-    torch.set_num_threads(args.threads)
-    t0 = time.perf_counter()
+    t0 = start(args).t0
     if models is None:
         target, draft, tok = llm.load_pair()
-        prompts = {f"{task}-{i}": (task, encode(tok, spec))
-                   for task, specs in PROMPTS.items()
-                   for i, spec in enumerate(specs[:args.prompts_per_task])}
+        prompts = prompt_ids(tok, args.prompts_per_task)
         if args.quick:
             prompts = dict(list(prompts.items())[:2])
         eos = sorted({i for i in (tok.eos_token_id, tok.pad_token_id) if i is not None})
@@ -171,12 +134,11 @@ def main(argv=None, models=None) -> dict:
         rows.append(r)
         print(f"[{time.perf_counter() - t0:6.1f}s] {pid}: α = {np.mean(r['accept_m']['1']):.3f}"
               f", m = 2: {np.mean(r['accept_m']['2']):.3f}", flush=True)
-    R = {"provenance": provenance(args), "ms": list(MS), "ks": list(KS),
+    R = {"provenance": provenance(args, dtype=DTYPE, temperature=1.0, shared_machine=True,
+                                  method=METHOD), "ms": list(MS), "ks": list(KS),
          "quick": bool(args.quick), "runtime_s": time.perf_counter() - t0,
          "prompts": rows, "summary": summarise(rows)}
-    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / "multidraft_cpu.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(R, indent=1))
+    write_result(R, args.out, "multidraft_cpu.json")
     return R
 
 

@@ -37,11 +37,8 @@ What it measures, on the pair from ``specmath.llm.load_pair``:
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
 import os
-import platform
 import random
 import statistics
 import sys
@@ -50,14 +47,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
+from _common import PROMPTS, parser, provenance, start, write_json, write_result
 
 import specmath as sm
 from specmath import llm
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from record_traces import PROMPTS  # noqa: E402  (the traces' prompts: same ids)
 
 CODE_PREFIX = PROMPTS["code"][0]["raw"]
 TASKS = {"code": PROMPTS["code"][0], "chat": PROMPTS["chat"][0], "story": PROMPTS["story"][0]}
@@ -215,41 +208,11 @@ def hf_generate(target, ids, n, *, temperature, seed, draft=None, k=None, lookup
             "tokens_per_s": new / ck.work, "tokens": out[0, ids.shape[1]:].tolist()}
 
 
-def provenance(device, dtype, args, pair_name) -> dict:
-    if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-    else:
-        name = platform.processor() or platform.machine()
-        try:
-            for line in open("/proc/cpuinfo"):
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
-        except OSError:
-            pass
-    return {
-        "date_utc": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "device": str(device), "device_name": name, "cpu_count": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(), "dtype": str(dtype).replace("torch.", ""),
-        "torch": torch.__version__, "transformers": transformers.__version__,
-        "python": platform.python_version(), "platform": platform.platform(),
-        "specmath": sm.__version__, "pair": pair_name,
-        "target": "Qwen2.5-Coder-1.5B-Instruct", "draft": "Qwen2.5-Coder-0.5B-Instruct",
-        "clock": ("wall clock with CUDA synchronisation" if device.type == "cuda" else
-                  "process CPU time (time.process_time), one torch thread; wall clock "
-                  "recorded beside it"),
-        "shared_machine": device.type != "cuda",
-        "loadavg_start": os.getloadavg(), "settings": vars(args),
-    }
-
-
 def main(argv=None, models=None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("--pair", default=llm.OFFLINE_PAIR)
     ap.add_argument("--device", default=None)
     ap.add_argument("--dtype", default=None)
-    ap.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: CPU time "
-                    "then counts all the work)")
     ap.add_argument("--new-tokens", type=int, default=48, help="tokens of the α and HF runs")
     ap.add_argument("--sweep-tokens", type=int, default=32)
     ap.add_argument("--sweep-k", default="0,1,2,3,4,6,8")
@@ -257,23 +220,20 @@ def main(argv=None, models=None) -> dict:
     ap.add_argument("--k-alpha", type=int, default=4, help="k of the α-measuring runs")
     ap.add_argument("--max-m", type=int, default=9, help="largest pass size timed")
     ap.add_argument("--lookup", type=int, default=10, help="prompt_lookup_num_tokens")
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--temperatures", default="0,0.3,0.7,1", help="of the α runs")
     ap.add_argument("--sections", default="costs,sweep,alpha",
                     help="which of costs, sweep (timed k sweep), alpha to run")
     ap.add_argument("--skip-hf", action="store_true")
     ap.add_argument("--hf-from", default=None, help="skip section 4 and copy it (with its "
                     "provenance) from an earlier results file")
-    ap.add_argument("--quick", action="store_true", help="tiny sizes, to test the script")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
     if models is None:
         device, dtype = llm.pick_device(args.device, args.dtype)
     else:
         device, dtype = torch.device("cpu"), torch.float64
-    if device.type == "cpu":
-        torch.set_num_threads(args.threads)
+    if device.type != "cpu":
+        args.threads = torch.get_num_threads()
     gpu = device.type == "cuda"
     n, n_sw = args.new_tokens, args.sweep_tokens
     ks = [int(x) for x in args.sweep_k.split(",")]
@@ -284,11 +244,8 @@ def main(argv=None, models=None) -> dict:
     sections = set(args.sections.split(","))
     if "sweep" not in sections:
         ks = []
-    t0 = time.perf_counter()
-
-    def log(*a):
-        print(f"[{time.perf_counter() - t0:7.1f}s]", *a, flush=True)
-
+    log = start(args)
+    t0 = log.t0
     if models is None:
         target, draft, tok = llm.load_pair(args.pair, device, dtype)
         ids = {name: encode(tok, t, device) for name, t in TASKS.items()}
@@ -296,7 +253,10 @@ def main(argv=None, models=None) -> dict:
     else:  # tests: tiny in-process models, prompts as token ids
         target, draft, tok, ids = models
     load_s = time.perf_counter() - t0
-    R = {"provenance": provenance(device, dtype, args, args.pair), "load_s": load_s,
+    clock = ("wall clock with CUDA synchronisation" if gpu else "process CPU time "
+             "(time.process_time), one torch thread; wall clock recorded beside it")
+    R = {"provenance": provenance(args, device=device, dtype=dtype, pair=args.pair,
+                                  clock=clock, shared_machine=not gpu), "load_s": load_s,
          "new_tokens": n, "quick": bool(args.quick)}
     R["prompt_tokens"] = {name: int(x.shape[1]) for name, x in ids.items()}
     sweep_prompts = [t for t in TASKS if t in ids]
@@ -460,11 +420,8 @@ def main(argv=None, models=None) -> dict:
     R["provenance"]["loadavg_end"] = os.getloadavg()
     R["total_s"] = time.perf_counter() - t0
 
-    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / (
-        f"realmodel_{'gpu' if gpu else 'cpu'}{'_quick' if args.quick else ''}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(R, indent=None, separators=(",", ":"), default=float) + "\n")
-    log("wrote", out)
+    write_result(R, args.out, f"realmodel_{'gpu' if gpu else 'cpu'}"
+                 f"{'_quick' if args.quick else ''}.json", compact=True)
     return R
 
 
@@ -483,7 +440,7 @@ def merge(paths: list[str], out: str) -> dict:
         for P in parts}
     R["provenance"]["loadavg_end"] = max((P["provenance"]["loadavg_end"] for P in parts),
                                          key=lambda x: x[0])
-    Path(out).write_text(json.dumps(R, separators=(",", ":"), default=float) + "\n")
+    write_json(out, R, compact=True)
     return R
 
 

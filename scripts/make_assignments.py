@@ -584,9 +584,9 @@ def build(ch: Chapter, out: Path, *, personal: bool, salt: str, md_source: str |
     dest = out / ch.name
     if dest.exists():
         shutil.rmtree(dest)
+    nb = master_notebook(ch, personal=personal, salt=salt, md_source=md_source)
     master_dir = dest / "master"
     master_dir.mkdir(parents=True)
-    nb = master_notebook(ch, personal=personal, salt=salt, md_source=md_source)
     master = master_dir / f"{ch.name}.ipynb"
     nbformat.write(nb, master)
     install_url = re.search(r'"(specmath @ [^"]+)"', ch.install)
@@ -600,6 +600,7 @@ def build(ch: Chapter, out: Path, *, personal: bool, salt: str, md_source: str |
         try:
             otter_assign(str(master), str(dest / "dist"), no_run_tests=not run_tests)
         except Exception as err:
+            shutil.rmtree(dest)
             raise RuntimeError(f"otter assign failed for {ch.name}: {err}\n"
                                f"{log.getvalue()}") from err
     for sub in ("student", "autograder"):
@@ -611,6 +612,7 @@ def build(ch: Chapter, out: Path, *, personal: bool, salt: str, md_source: str |
     zips[0].rename(dest / "autograder" / "autograder.zip")
     failed = [q for q, ok in verify_solved(dest, ch.name).items() if not ok]
     if failed:
+        shutil.rmtree(dest)                  # never leave an assignment that fails itself
         raise RuntimeError(f"{ch.name}: the solved notebook fails its tests {failed}")
     return dest
 

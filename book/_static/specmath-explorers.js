@@ -53,7 +53,7 @@
     var fit = function (panel) { panel.width = Math.max(160, Math.min(panel.width, avail - 90)); };
     if (avail < 680) {
       spec.config = spec.config || {};
-      spec.config.title = Object.assign({}, spec.config.title, {fontSize: 11, limit: avail - 30});
+      spec.config.title = Object.assign({}, spec.config.title, {fontSize: 11, limit: avail - 70});
     }
     if (spec.concat) {
       // side by side needs both panels plus their axes and legends (about 180 px)

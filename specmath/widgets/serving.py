@@ -92,7 +92,7 @@ def batch_live(target, draft, alpha: float = 0.8, k: int = 5, context: int = 0,
                      {"aggregate": [{"op": "max", "field": "Sk", "as": "S"}], "groupby": ["B"]}],
                   "mark": {"type": "line", "strokeWidth": 5, "opacity": 0.4},
                   "encoding": {"x": x, "y": y, "color": {"datum": "best k at each B"}}},
-                 {"mark": {"type": "rule", "color": "black"},
+                 {"data": {"values": [{}]}, "mark": {"type": "rule", "color": "black"},
                   "encoding": {"y": {"datum": 1, "type": "quantitative"}}},
              ]}
     params = [slider("alpha", alpha, 0.3, 0.98, 0.01, "α (acceptance rate)"),

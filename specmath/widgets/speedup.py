@@ -78,7 +78,8 @@ def speedup_live(alpha: float = 0.8, k: int = 5, c: float = 10.0, k_max: int = 1
     x_k = {"field": "k", "type": "quantitative", "title": "draft length k",
            "scale": {"domain": [0, k_max]}}
     y_S = {"field": "S", "type": "quantitative", "title": "speedup S"}
-    one = {"mark": {"type": "rule", "strokeDash": [4, 4], "color": PALETTE["grey"]},
+    one = {"data": {"values": [{}]},  # one rule, with or without the panel's data
+           "mark": {"type": "rule", "strokeDash": [4, 4], "color": PALETTE["grey"]},
            "encoding": {"y": {"datum": 1, "type": "quantitative"}}}
     left = {
         "width": W, "height": H,

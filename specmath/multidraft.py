@@ -9,7 +9,10 @@ drawn from r_{m+1}. Its output is exactly p (ch. 10, theorem ch10-thm-exact).
 
 The optimal-transport ceiling (:func:`multidraft_ot_ceiling`) is the largest P(Y ∈ {X₁…X_m})
 over every joint law of (Y, X₁ … X_m) with Y ~ p and X's i.i.d. q (SpecTr's linear program);
-:func:`multidraft_ot_ceiling_cut` gives the same number as a minimum over subsets.
+:func:`multidraft_ot_ceiling_cut` gives the same number as a minimum over subsets, and
+:func:`multidraft_ot_ceiling_sorted` computes that minimum in O(V log V): it is attained on
+a prefix of the tokens sorted by p/q (chapter 10, theorem ch10-thm-sorted).
+:func:`topk_keep_probability` is the engine case of deterministic top-m candidates.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ __all__ = [
     "multidraft_output_distribution",
     "multidraft_ot_ceiling",
     "multidraft_ot_ceiling_cut",
+    "multidraft_ot_ceiling_sorted",
+    "topk_keep_probability",
 ]
 
 #: ``"recursive"``: exact recursive rejection. ``"fixed-target"``: the tempting mistake of
@@ -251,3 +256,55 @@ def multidraft_ot_ceiling_cut(p, q, m) -> float:
     masks = ((np.arange(2 ** V)[:, None] >> np.arange(V)) & 1).astype(bool)
     pS, qS = masks @ p, masks @ q
     return float(np.min(1 - pS + 1 - (1 - qS) ** m))
+
+
+def multidraft_ot_ceiling_sorted(p, q, m) -> float:
+    """The ceiling OT_m(p, q) in O(V log V): the subset minimum over ratio prefixes (ch. 10).
+
+    Theorem ch10-thm-sorted: min over S ⊆ V of p(Sᶜ) + 1 − (1 − q(S))^m is attained at a
+    set S = {x : p(x)/q(x) > t} (tokens with q(x) = 0 < p(x) have ratio +∞), i.e. at a
+    prefix of the tokens sorted by p/q in decreasing order, the empty prefix included.
+    Sorting and one cumulative sum give every prefix's value. Works at V = 151,936 where
+    the linear program and the 2^V subset scan (:func:`multidraft_ot_ceiling_cut`, V ≤ 20)
+    cannot. Rows may also be stacked as (n, V); the result then has shape (n,).
+    """
+    m = as_int(m, "m", minimum=1)
+    p_arr, q_arr = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    if p_arr.ndim == 2:
+        if q_arr.shape != p_arr.shape:
+            raise ValueError(f"p and q must have the same shape; got {p_arr.shape} and "
+                             f"{q_arr.shape}")
+        return np.array([multidraft_ot_ceiling_sorted(pr, qr, m)
+                         for pr, qr in zip(p_arr, q_arr, strict=True)])
+    p, q = _check_pq(p, q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.where(p > 0, np.inf, 0.0))
+    order = np.argsort(-ratio, kind="stable")
+    pS = np.concatenate([[0.0], np.cumsum(p[order])])
+    qS = np.minimum(np.concatenate([[0.0], np.cumsum(q[order])]), 1.0)
+    return float(np.min(1 - pS + 1 - (1 - qS) ** m))
+
+
+def topk_keep_probability(p, q, m):
+    """P(a token is kept) with m **deterministic** candidates: the draft's top-m (ch. 10).
+
+    Engines (EAGLE trees, SGLang, vLLM's greedy drafts) propose the m most likely draft
+    tokens c₁ … c_m and verify them as one-hot drafts. Recursive one-hot verification
+    (chapter 8, theorem ch8-thm-onehot, applied candidate by candidate: c_j is accepted
+    with probability r_j(c_j), r_{j+1} = r_j with c_j removed and renormalised) keeps one
+    of them with probability p({c₁ … c_m}), the target's mass on the draft's top-m set.
+    Ties in q are broken by the lower token index. Rows may be stacked as (n, V).
+    """
+    m = as_int(m, "m", minimum=1)
+    p_arr, q_arr = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    if p_arr.ndim == 2:
+        if q_arr.shape != p_arr.shape:
+            raise ValueError(f"p and q must have the same shape; got {p_arr.shape} and "
+                             f"{q_arr.shape}")
+        return np.array([topk_keep_probability(pr, qr, m)
+                         for pr, qr in zip(p_arr, q_arr, strict=True)])
+    p, q = _check_pq(p, q)
+    if m > p.size:
+        raise ValueError(f"m must be at most V = {p.size}; got {m}")
+    top = np.argsort(-q, kind="stable")[:m]
+    return float(p[top].sum())

@@ -148,3 +148,52 @@ def test_committed_result_file_is_consistent():
     S = mr.summarise(R["prompts"])
     for key, v in S["overall"].items():
         assert R["summary"]["overall"][key]["mean"] == pytest.approx(v["mean"])
+
+
+def test_ceiling_benchmark_quick_mode_on_tiny_models_orders_recursive_ceiling_bound(tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import multidraft_ceiling as mc
+
+    def tiny(seed):
+        torch.manual_seed(seed)
+        cfg = transformers.Qwen2Config(
+            vocab_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+            initializer_range=0.25, tie_word_embeddings=False)
+        return transformers.Qwen2ForCausalLM(cfg).double().eval()
+
+    threads = torch.get_num_threads()
+    try:
+        R = mc.main(["--quick", "--out", str(tmp_path / "c.json")],
+                    models=(tiny(0), tiny(1), {"a-0": ("a", [1, 2, 3])}))
+    finally:
+        torch.set_num_threads(threads)
+    for row in R["prompts"]:
+        for m in R["ms"]:
+            acc, ot = np.array(row["accept_m"][str(m)]), np.array(row["ceiling_m"][str(m)])
+            up, tk = np.array(row["upper_m"][str(m)]), np.array(row["topk_m"][str(m)])
+            assert np.all(acc <= ot + 1e-9) and np.all(ot <= up + 1e-9)
+            assert np.all((tk >= 0) & (tk <= 1 + 1e-12))
+        assert row["ceiling_m"]["1"] == pytest.approx(row["alpha"], abs=1e-9)
+
+
+def test_committed_ceiling_file_matches_the_multidraft_file_and_the_theorems():
+    """multidraft_ceiling_cpu.json re-scores the texts of multidraft_cpu.json: α and
+    recursive rejection agree position by position; OT_1 = α (theorem ch10-thm-cut);
+    recursive ≤ exact ceiling ≤ U_m; top-1 = p(argmax q) ≤ 1."""
+    base = ROOT / "specmath" / "data" / "results"
+    if not (base / "multidraft_ceiling_cpu.json").exists():
+        pytest.skip("multidraft_ceiling_cpu.json not recorded yet")
+    R = json.loads((base / "multidraft_cpu.json").read_text())
+    RC = json.loads((base / "multidraft_ceiling_cpu.json").read_text())
+    assert not RC["quick"] and RC["provenance"]["target"] and RC["provenance"]["date_utc"]
+    for row, rc in zip(R["prompts"], RC["prompts"], strict=True):
+        assert row["prompt"] == rc["prompt"]
+        assert np.abs(np.subtract(row["accept_m"]["1"], rc["alpha"])).max() < 1e-4
+        assert np.abs(np.subtract(rc["ceiling_m"]["1"], rc["alpha"])).max() < 1e-9
+        for m in RC["ms"]:
+            acc, ot = np.array(rc["accept_m"][str(m)]), np.array(rc["ceiling_m"][str(m)])
+            up = np.array(rc["upper_m"][str(m)])
+            assert np.abs(acc - np.array(row["accept_m"][str(m)])).max() < 1e-4
+            assert np.all(acc <= ot + 1e-9) and np.all(ot <= up + 1e-9)

@@ -218,3 +218,122 @@ def test_edge_cases_q_zero_at_a_candidate_and_equal_rows():
     for _ in range(20):
         assert md.multidraft_step(p, q, [0, 0], rng) == 0    # min(1, p/0⁺) = 1
         assert md.multidraft_step(p, p, [2, 1], rng) == 2    # p = q: first always kept
+
+
+# ---- the exact ceiling by sorting (theorem ch10-thm-sorted), issue 16 -----------------------
+
+def test_sorted_ratio_prefix_ceiling_equals_the_subset_minimum_on_random_pairs():
+    rng = np.random.default_rng(3)
+    worst = 0.0
+    for t in range(3000):
+        V = int(rng.integers(2, 11))
+        p = rng.dirichlet(np.full(V, rng.choice([0.2, 1.0, 3.0])))
+        q = rng.dirichlet(np.full(V, rng.choice([0.2, 1.0, 3.0])))
+        if t % 5 == 0:
+            p[rng.integers(V)] = 0.0
+            p /= p.sum()
+        if t % 7 == 0:
+            q[rng.integers(V)] = 0.0
+            q /= q.sum()
+        m = int(rng.integers(1, 6))
+        worst = max(worst, abs(md.multidraft_ot_ceiling_sorted(p, q, m)
+                               - md.multidraft_ot_ceiling_cut(p, q, m)))
+    assert worst < 1e-12
+
+
+def test_sorted_ceiling_equals_the_linear_program_and_bounds_recursive_rejection():
+    rng = np.random.default_rng(4)
+    for _ in range(25):
+        V = int(rng.integers(2, 6))
+        p, q = rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V))
+        for m in (1, 2, 3):
+            ot = md.multidraft_ot_ceiling_sorted(p, q, m)
+            assert ot == pytest.approx(md.multidraft_ot_ceiling(p, q, m), abs=1e-7)
+            assert md.multidraft_acceptance(p, q, m) <= ot + 1e-12
+            assert ot <= np.minimum(p, 1 - (1 - q) ** m).sum() + 1e-12   # U_m
+
+
+def test_sorted_ceiling_at_one_candidate_is_alpha_and_scales_to_a_real_vocabulary():
+    rng = np.random.default_rng(5)
+    p, q = rng.dirichlet(np.full(151_936, 0.05)), rng.dirichlet(np.full(151_936, 0.05))
+    assert md.multidraft_ot_ceiling_sorted(p, q, 1) == pytest.approx(
+        np.minimum(p, q).sum(), abs=1e-12)
+    rows = md.multidraft_ot_ceiling_sorted(np.stack([p, q]), np.stack([q, p]), 2)
+    assert rows.shape == (2,) and np.all(rows <= 1 + 1e-12)
+    with pytest.raises(ValueError, match="m"):
+        md.multidraft_ot_ceiling_sorted(p, q, 0)
+    with pytest.raises(ValueError, match="same shape"):
+        md.multidraft_ot_ceiling_sorted(np.stack([p, q]), np.stack([q]), 2)
+
+
+def test_a_non_prefix_set_is_never_better_than_the_best_prefix():
+    # the statement of the theorem directly: for every subset S, the bracket at S is at
+    # least the smallest bracket over ratio prefixes
+    rng = np.random.default_rng(6)
+    for _ in range(300):
+        V = int(rng.integers(2, 8))
+        p, q = rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V))
+        m = int(rng.integers(2, 5))
+        best_prefix = md.multidraft_ot_ceiling_sorted(p, q, m)
+        masks = ((np.arange(2 ** V)[:, None] >> np.arange(V)) & 1).astype(bool)
+        brackets = 1 - masks @ p + 1 - (1 - masks @ q) ** m
+        assert brackets.min() >= best_prefix - 1e-12
+
+
+# ---- deterministic top-m candidates (proposition ch10-prop-topk) -----------------------------
+
+def _one_hot_recursive(p, cands):
+    """Exact P(kept) and output law of one-hot recursive verification of fixed candidates."""
+    V = p.size
+    r, stay, law = p.copy(), 1.0, np.zeros(V)
+    for c in cands:
+        acc = min(1.0, r[c])
+        law[c] += stay * acc
+        stay *= 1 - acc
+        if stay > 0:
+            r = sm.residual_distribution(r, np.eye(V)[c])
+    return 1 - stay, law + stay * r
+
+
+def test_topk_keep_probability_is_the_target_mass_of_the_draft_top_m_and_output_is_p():
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        V = int(rng.integers(2, 9))
+        p, q = rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V))
+        for m in range(1, V + 1):
+            top = np.argsort(-q, kind="stable")[:m]
+            kept, law = _one_hot_recursive(p, top)
+            assert md.topk_keep_probability(p, q, m) == pytest.approx(kept, abs=1e-12)
+            assert md.topk_keep_probability(p, q, m) == pytest.approx(p[top].sum(), abs=1e-12)
+            assert np.abs(law - p).max() < 1e-12
+    with pytest.raises(ValueError, match="m must be at most"):
+        md.topk_keep_probability(np.array([0.5, 0.5]), np.array([0.5, 0.5]), 3)
+
+
+def test_topk_rank_chances_follow_the_target_and_can_increase_with_draft_rank():
+    p, q = np.array([0.1, 0.6, 0.3]), np.array([0.5, 0.3, 0.2])
+    # one-hot recursive verification keeps the r-th candidate with probability p(c_r)
+    chances = np.diff([0.0] + [md.topk_keep_probability(p, q, m) for m in (1, 2, 3)])
+    assert chances == pytest.approx([0.1, 0.6, 0.3])
+    assert chances[1] > chances[0]   # increases with the draft's rank
+
+
+# ---- rank acceptances of i.i.d. recursive rejection (lemma ch10-lem-rank) --------------------
+
+def test_iid_rank_acceptances_and_betas_never_increase():
+    from specmath import trees as tr
+
+    rng = np.random.default_rng(16)
+    for _ in range(3000):
+        V = int(rng.integers(2, 12))
+        p = rng.dirichlet(np.full(V, rng.choice([0.3, 1.0, 3.0])))
+        q = rng.dirichlet(np.full(V, rng.choice([0.3, 1.0, 3.0])))
+        a = tr.rank_acceptance(p, q, 6)
+        assert np.all(np.diff(a) <= 1e-15)
+        r, betas = p, []
+        for _ in range(5):
+            betas.append(np.minimum(r, q).sum())
+            if np.maximum(r - q, 0).sum() <= 0:
+                break
+            r = sm.residual_distribution(r, q)
+        assert np.all(np.diff(betas) <= 1e-12)

@@ -85,14 +85,15 @@ def test_k0_is_plain_decoding_by_the_target(pair):
     assert spec.tokens == base.tokens and spec.draft_calls == 0 and spec.accepted == []
 
 
-def test_eos_stops_generation(pair):
+@pytest.mark.parametrize("path", ["eager", "device"])
+def test_eos_stops_generation(pair, path):
     target, draft = pair
     full = llm.speculative_generate(target, draft, _ids(PROMPTS[0]), k=3, temperature=0,
-                                    max_new_tokens=20).tokens
+                                    max_new_tokens=20, path=path).tokens
     eos = full[5]
     cut = full.index(eos)
     out = llm.speculative_generate(target, draft, _ids(PROMPTS[0]), k=3, temperature=0,
-                                   max_new_tokens=20, eos_token_id=eos).tokens
+                                   max_new_tokens=20, eos_token_id=eos, path=path).tokens
     assert out == full[:cut + 1]
 
 

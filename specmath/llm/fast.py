@@ -180,6 +180,15 @@ class _OnDevice:
                 layer.cumulative_length.sub_(n)
 
 
+def _cut_at_eos(ids: list[int], start: int, eos: set[int]) -> bool:
+    """Cut ``ids`` after the first EOS token at or after ``start``; True if there was one."""
+    cut = next((j for j, t in enumerate(ids[start:]) if t in eos), None) if eos else None
+    if cut is None:
+        return False
+    del ids[start + cut + 1:]
+    return True
+
+
 def _speculative_on_device(target, draft, input_ids, *, k, temperature, max_new_tokens,
                            generator, eos, verify_fn, static, compile, res, replay=None):
     """The body of :func:`speculative_generate` for ``path="device"`` and ``"static"``."""
@@ -252,9 +261,7 @@ def _speculative_on_device(target, draft, input_ids, *, k, temperature, max_new_
         if kk:
             res.accepted.append(n_acc)
             res.drafted.append(kk)
-        if eos and any(t in eos for t in new):
-            cut = next(j for j, t in enumerate(ids[L:]) if t in eos)
-            del ids[L + cut + 1:]
+        if _cut_at_eos(ids, L, eos):
             break
     del ids[L0 + max_new_tokens:]
     if alphas:

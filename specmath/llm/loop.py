@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from .fast import PATHS, _autoregressive_on_device, _speculative_on_device
+from .fast import PATHS, _autoregressive_on_device, _cut_at_eos, _speculative_on_device
 from .kv import _device_of, _new_cache, _probs, _sync, _truncate, cached_forward
 from .result import GenerationResult
 from .verify import (
@@ -248,9 +248,7 @@ def speculative_generate(target, draft, input_ids, *, k: int, temperature: float
             res.accepted.append(n_acc)
             res.drafted.append(kk)
             res.alpha_by_position.append(alphas)
-        if eos and any(t in eos for t in new):
-            cut = next(j for j, t in enumerate(ids[L:]) if t in eos)
-            del ids[L + cut + 1:]
+        if _cut_at_eos(ids, L, eos):
             break
     del ids[L0 + max_new_tokens:]
     res.tokens = ids[L0:]

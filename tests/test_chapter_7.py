@@ -308,3 +308,36 @@ def test_exact_replay_predicts_gains_on_code_and_losses_on_open_text():
         (code if r["task"] == "code" else other).append(S)
     code, other = np.array(code)[:, 2:], np.array(other)
     assert code.max() > 1.2 and np.median(code) > 1 > np.median(other)
+
+
+@pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded CPU benchmark")
+def test_ch7_ex5_chooses_k_on_train_and_prices_it_on_test():
+    # issue 16 N7: the exercise's answer is [k chosen on the train split, its predicted
+    # speedup on the test split]; the test split's own maximum can only look better
+    from specmath import traces
+    from specmath.exercises import ch7
+    c, V = ch7._costs()
+    ks = np.arange(1, V.size)
+
+    def speedups(split):
+        texts = traces.select(traces.load_traces(), text_temperature=0, split=split)
+        N = np.array([np.concatenate([traces.tokens_per_iteration_greedy(r["agree"], k)
+                                      for r in texts]).mean() for k in ks])
+        return N / (ks / c + V[1:])
+
+    s_train, s_test = speedups("train"), speedups("test")
+    k, s = ch7._ex5()
+    assert k == ks[np.argmax(s_train)] and s == pytest.approx(s_test[k - 1])
+    assert s_test.max() >= s
+
+
+def test_ch7_ex2_equality_needs_constant_alpha_only_on_runs_of_positive_weight():
+    # issue 16 N12: runs with α = 0 and 0.5 differ, yet from position 1 on the α = 0 run
+    # has weight zero and the pooled shares are equal
+    n, a = np.array([10.0, 10.0]), np.array([0.0, 0.5])
+    pooled = [(n * a ** (i + 1)).sum() / (n * a ** i).sum() for i in range(3)]
+    assert pooled[0] < pooled[1] == pytest.approx(pooled[2])
+    # and with all weights positive and unequal α, the shares strictly rise
+    a2 = np.array([0.3, 0.8])
+    pooled2 = [(n * a2 ** (i + 1)).sum() / (n * a2 ** i).sum() for i in range(4)]
+    assert (np.diff(pooled2) > 0).all()

@@ -457,3 +457,17 @@ def test_ch2_ex2_residual_is_unchanged_by_mixing_the_draft_toward_the_target():
             assert np.allclose(sm.residual_distribution(p, qw), r)
             assert 1 - sm.acceptance_probability(p, qw) == pytest.approx(
                 (1 - w) * (1 - sm.acceptance_probability(p, q)))
+
+
+def test_ch2_agree_bias_largest_gap_set_is_the_target_top_token():
+    # issue 16 (student walk-through): (2.3) via the largest-difference reading of TV; the
+    # accept-if-top output exceeds p only at x*, so {x*} is the maximising set
+    rng = np.random.default_rng(9)
+    for _ in range(100):
+        p, q = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(5))
+        out = sm.naive_output_distribution(p, q, "accept-if-top")
+        diff = out - p
+        xs = int(np.argmax(p))
+        best = max(range(1, 2 ** 5), key=lambda m: sum(diff[i] for i in range(5) if m >> i & 1))
+        assert best == 1 << xs
+        assert diff[xs] == pytest.approx(q[xs] * (1 - p[xs]))

@@ -497,3 +497,14 @@ def test_ch4_perfect_draft_kernel_is_the_target_chain_k_plus_1_steps_ahead():
         assert np.allclose(T, np.linalg.matrix_power(P, k + 1))
         EN = sum(np.linalg.matrix_power(M, n) @ np.ones(5) for n in range(k + 1))
         assert np.allclose(EN, k + 1)
+
+
+def test_ch4_ex4_draft_length_for_a_share_of_the_ceiling_grows_like_inverse_one_minus_alpha():
+    import math
+
+    f = 0.95
+    for a in (0.9, 0.99, 0.999, 0.9999):
+        k = math.ceil(math.log(1 - f) / math.log(a) - 1)
+        assert sm.expected_tokens(a, k) >= f / (1 - a) > sm.expected_tokens(a, k - 1)
+        if a >= 0.99:
+            assert abs(k * (1 - a) / math.log(1 / (1 - f)) - 1) < 20 * (1 - a) + 1e-3

@@ -45,7 +45,7 @@ def breakeven_alpha_two(c: float) -> float:
 
 
 def best_k_and_speedup(alpha: float, c: float) -> np.ndarray:
-    """[x*, S(x*), best integer k, S(k)]: the continuous and the integer optimum."""
+    """[κ*, S(κ*), best integer k, S(k)]: the continuous and the integer optimum."""
     x = float(optimal_k_continuous(alpha, c))
     s_x = (1 - alpha ** (x + 1)) / ((1 - alpha) * (1 + x / c))
     k = int(optimal_k(alpha, c, k_max=K_MAX))

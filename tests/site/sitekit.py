@@ -136,10 +136,15 @@ class Offline:
 
 
 @contextlib.contextmanager
-def offline_page(browser, base: str, *, dark: bool = False):
-    """A fresh page whose requests may not leave ``base``; yields (page, Offline, errors)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900},
-                                  color_scheme="dark" if dark else "light")
+def offline_page(browser, base: str, *, dark: bool = False,
+                 viewport: tuple[int, int] = (1280, 900), mobile: bool = False):
+    """A fresh page whose requests may not leave ``base``; yields (page, Offline, errors).
+
+    ``viewport`` is (width, height) in CSS px; ``mobile`` makes it a touch phone (DPR 2).
+    """
+    extra = {"is_mobile": True, "has_touch": True, "device_scale_factor": 2} if mobile else {}
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
+                                  color_scheme="dark" if dark else "light", **extra)
     guard = Offline(base)
     context.route("**/*", guard)
     page = context.new_page()
@@ -420,3 +425,60 @@ def specmath_calculator_values(alpha, k, c) -> dict:
     return {"en": f"{float(sm.expected_tokens(alpha, k)):.3f}",
             "s": f"{float(sm.speedup(alpha, k, c)):.3f}",
             "bestk": str(best), "bests": f"{float(sm.speedup(alpha, best, c)):.3f}"}
+
+
+# ---- pages at any size, and the accessibility checker ----------------------------------------
+
+def settle(page) -> None:
+    """Wait until MathJax has typeset, saved widgets are drawn and images have loaded."""
+    if page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
+        page.wait_for_function("() => window.MathJax && MathJax.startup "
+                               "&& MathJax.startup.promise")
+        page.evaluate("() => MathJax.startup.promise.then(() => true)")
+    if page.evaluate("() => !!document.querySelector("
+                     "'script[type=\"application/vnd.jupyter.widget-view+json\"]')"):
+        page.wait_for_function("() => document.querySelectorAll('.jupyter-widgets, "
+                               ".widget-box, .widget-slider').length > 0")
+    page.evaluate("() => document.querySelectorAll('img').forEach(i => i.loading = 'eager')")
+    with contextlib.suppress(Exception):
+        page.wait_for_function("() => [...document.images].every(i => i.complete)",
+                               timeout=10_000)
+    page.wait_for_timeout(200)
+
+
+#: axe-core, vendored from npm by scripts/vendor_assets.sh (pinned in scripts/vendor).
+AXE = REPO / "tests" / "site" / "vendor" / "axe.min.js"
+#: The WCAG 2 success criteria at levels A and AA (2.0, 2.1 and 2.2), as axe tags them.
+WCAG_AA_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+
+
+def axe_violations(page, context: str | None = None) -> list[dict]:
+    """Run axe-core in ``page`` (on the CSS selector ``context``, or the whole document)
+    against WCAG 2 A/AA; return its violations (rule id, impact, help, nodes)."""
+    if not AXE.is_file():
+        _missing(f"no axe-core at {AXE}; run scripts/vendor_assets.sh (make vendor)")
+    if not page.evaluate("() => !!window.axe"):
+        page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+    return page.evaluate(
+        """([ctx, tags]) => axe.run(ctx ? document.querySelector(ctx) : document,
+              {runOnly: {type: "tag", values: tags}, resultTypes: ["violations"]})
+            .then(r => r.violations.map(v => ({
+               id: v.id, impact: v.impact, help: v.help, helpUrl: v.helpUrl, tags: v.tags,
+               nodes: v.nodes.map(n => ({target: n.target.join(" "),
+                                          html: n.html.slice(0, 160),
+                                          summary: n.failureSummary}))})))""",
+        [context, WCAG_AA_TAGS])
+
+
+def describe_violations(violations: list[dict], max_nodes: int = 6) -> str:
+    """axe's violations as a readable report: rule, what it asks, and where it fails."""
+    lines = []
+    for v in violations:
+        lines.append(f"- {v['id']} ({v['impact']}): {v['help']} [{len(v['nodes'])} element(s)]"
+                     f"\n    {v['helpUrl']}")
+        for n in v["nodes"][:max_nodes]:
+            summary = " ".join((n["summary"] or "").split())
+            lines.append(f"    at {n['target']}\n       {n['html']}\n       {summary[:300]}")
+        if len(v["nodes"]) > max_nodes:
+            lines.append(f"    … and {len(v['nodes']) - max_nodes} more")
+    return "\n".join(lines)

@@ -335,6 +335,7 @@ def _sha(p: Path) -> str:
 
 
 @pytest.mark.site
+@pytest.mark.slow
 @needs_bwrap
 def test_simulated_class_for_chapter_5(assignments, tmp_path_factory):
     folder = assignments / CH5
@@ -348,6 +349,9 @@ def test_simulated_class_for_chapter_5(assignments, tmp_path_factory):
     loop = _set_id(solved, "carol")
     _answer_cells(loop)[0].source += "\nwhile True:\n    pass\n"
     write("carol.ipynb", loop)                                      # hangs
+    crash = _set_id(solved, "gina")
+    crash.cells.insert(2, nbformat.v4.new_code_cell("import os\n\nos._exit(1)"))
+    write("gina.ipynb", crash)                                      # kills its kernel
     (subs / "dave.ipynb").write_text("{this is not json", encoding="utf-8")
     (subs / "erin.ipynb").write_bytes(b"")
     fake = _set_id(student, "frank")                                # fakes the grader,
@@ -399,6 +403,7 @@ def test_simulated_class_for_chapter_5(assignments, tmp_path_factory):
     assert rows["bob.ipynb"]["status"] == "graded" and float(rows["bob.ipynb"]["score"]) < 5
     assert rows["carol.ipynb"]["status"] == "timeout"
     assert rows["dave.ipynb"]["status"] == rows["erin.ipynb"]["status"] == "unreadable"
+    assert rows["gina.ipynb"]["status"] == "error"
     assert rows["frank.ipynb"]["status"] == "graded"
     assert float(rows["frank.ipynb"]["score"]) < 5
     # the attacker's own row: graded as its (correct) answers deserve, nothing else moved

@@ -262,9 +262,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-sandbox", action="store_true",
                     help="run otter without bubblewrap (only for submissions you trust)")
     args = ap.parse_args(argv)
-    out = grade(args.assignment, args.submissions, timeout=args.timeout,
-                memory_mb=args.memory, jobs=args.jobs, assignments=args.assignments,
-                sandbox=not args.no_sandbox)
+    try:
+        out = grade(args.assignment, args.submissions, timeout=args.timeout,
+                    memory_mb=args.memory, jobs=args.jobs, assignments=args.assignments,
+                    sandbox=not args.no_sandbox)
+    except (ValueError, RuntimeError) as err:
+        print(f"grade: {err}", file=sys.stderr)
+        return 2
     with out.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     counts = {s: sum(r["status"] == s for r in rows) for s in STATUSES}

@@ -101,13 +101,16 @@ notebooks: venv
 SHARED_NUMBERS ?=
 SALT ?=
 GRADE_TIMEOUT ?= 300
+GRADE_MEMORY_MB ?= 4096
+GRADE_JOBS ?= 1
 assignments: venv
 	$(BIN)/python scripts/make_assignments.py $(if $(SHARED_NUMBERS),--shared-numbers $(SHARED_NUMBERS)) $(if $(SALT),--salt "$(SALT)")
 
 grade: venv bubblewrap
 	@test -n "$(ASSIGNMENT)" && test -n "$(SUBMISSIONS)" || { \
 	  echo "usage: make grade ASSIGNMENT=NN SUBMISSIONS=DIR [GRADE_TIMEOUT=300]"; exit 2; }
-	$(BIN)/python scripts/grade.py "$(ASSIGNMENT)" "$(SUBMISSIONS)" --timeout $(GRADE_TIMEOUT)
+	$(BIN)/python scripts/grade.py "$(ASSIGNMENT)" "$(SUBMISSIONS)" --timeout $(GRADE_TIMEOUT) \
+	  --memory $(GRADE_MEMORY_MB) --jobs $(GRADE_JOBS)
 
 # make grade runs every submission in a bubblewrap sandbox (Debian's bubblewrap); install
 # it when missing, like chromium (needs root or passwordless sudo, and apt).

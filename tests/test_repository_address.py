@@ -30,7 +30,7 @@ def _repo_module():
 
 REPO = _repo_module()
 URL, BRANCH = REPO.read_repository(ROOT)
-OWNER_NAME = URL.removeprefix("https://github.com/")  # e.g. "specmath/specmath"
+OWNER_NAME = URL.removeprefix("https://github.com/")  # "owner/name"
 # generated from the sources and _config.yml by `make reader-notebooks` (checked below)
 GENERATED = ("notebooks/",)
 

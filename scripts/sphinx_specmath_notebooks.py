@@ -107,7 +107,10 @@ def _make_translator(base):
             meta = {k: v for k, v in cell.metadata.items() if k in ("tags", "mystnb")}
             if "remove-cell" in meta.get("tags", []):
                 meta["jupyter"] = {"source_hidden": True}
-            self.output["cells"].append(nbformat.v4.new_code_cell(cell.source, metadata=meta))
+            # the install cell's repository address, from _config.yml (one place)
+            from sphinx_specmath_repository import fill, repository_of
+            source = fill(cell.source, *repository_of(self.builder.config))
+            self.output["cells"].append(nbformat.v4.new_code_cell(source, metadata=meta))
 
         def _flush_removed(self, before: int | None) -> None:
             for i, c in self._src_cells:

@@ -38,36 +38,10 @@ from specmath import multidraft as md
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from multidraft_realmodel import provenance  # noqa: E402
-from record_traces import PROMPTS, _logits, encode  # noqa: E402
+from multidraft_realmodel import DTYPE, provenance  # noqa: E402
+from record_traces import PROMPTS, _logits, encode, generate_text  # noqa: E402
 
 MS = (1, 2, 3, 4)
-
-
-@torch.inference_mode()
-def generate_text(target, prompt_ids: list[int], n: int, temperature: float, seed: int,
-                  eos_ids: list[int]) -> list[int]:
-    """record_traces.generate_text's loop (same seeds, same draws), kept here because that
-    one rebinds its output list to the model output (reported to the benchmarks' owner)."""
-    dev = next(target.parameters()).device
-    g = torch.Generator().manual_seed(seed)
-    cache = llm._new_cache(target)
-    pending = list(prompt_ids)
-    text: list[int] = []
-    for _ in range(n):
-        x = torch.tensor([pending], dtype=torch.long, device=dev)
-        res, cache = llm.cached_forward(target, cache, input_ids=x, logits_to_keep=1)
-        logits = res.logits[0, -1].double().cpu()
-        if eos_ids:
-            logits[eos_ids] = -float("inf")
-        if temperature == 0:
-            t = int(torch.argmax(logits))
-        else:
-            probs = torch.softmax(logits / temperature, -1)
-            t = int(torch.multinomial(probs, 1, generator=g)[0])
-        text.append(t)
-        pending = [t]
-    return text
 
 
 def position_rows(p: np.ndarray, q: np.ndarray) -> dict:
@@ -116,8 +90,8 @@ def main(argv=None, models=None) -> dict:
         rows.append(r)
         print(f"[{time.perf_counter() - t0:6.1f}s] {pid}: α = {np.mean(r['alpha']):.3f}, "
               f"OT_2 = {np.mean(r['ceiling_m']['2']):.3f}", flush=True)
-    prov = provenance(args)
-    prov["method"] = "exact from teacher-forced rows; see the docstring"
+    prov = provenance(args, dtype=DTYPE, temperature=1.0, shared_machine=True,
+                      method="exact from teacher-forced rows; see the docstring")
     R = {"provenance": prov, "ms": list(MS), "quick": bool(args.quick),
          "runtime_s": time.perf_counter() - t0, "prompts": rows}
     out = (Path(args.out) if args.out

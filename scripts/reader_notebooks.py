@@ -29,18 +29,33 @@ SOURCES = REPO / "book"
 OUT = REPO / "notebooks"
 
 sys.path.insert(0, str(REPO / "scripts"))
-from sphinx_specmath_notebooks import LIVE_NOTE  # noqa: E402
+from sphinx_specmath_notebooks import LIVE_NOTE, LIVE_PHRASES  # noqa: E402, F401
 
 HEADER = ("> *This notebook is generated from the course's sources; the website version is "
           "[{title}]({url}). Run the cells in order; numbers quoted in the text are the "
           "website's, computed when it was built.*")
 
-_LIVE = re.compile(r"\S+" + re.escape(LIVE_NOTE))
+_SENTENCE = re.compile(r"(?<=[.!?])(?=\s)")
+_NUMBER = re.compile(r"(?<![\w.])[-−]?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _blank_live(text: str) -> str:
+    """Blank the numbers of every sentence marked as the build machine's (``LIVE_NOTE``)."""
+    if not any(ph in text for ph in LIVE_PHRASES):
+        return text
+    return "".join(_NUMBER.sub("…", s) if any(ph in s for ph in LIVE_PHRASES) else s
+                   for s in _SENTENCE.split(text))
 
 
 def normalise(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
-    """The cells as (type, source), with machine-dependent glued values blanked out."""
-    return [(c.cell_type, _LIVE.sub("…" + LIVE_NOTE, c.source)) for c in nb.cells]
+    """The cells as (type, source), with machine-dependent glued values blanked out.
+
+    The reader notebook marks each sentence with values from the machine that built the
+    site once (``LIVE_NOTE``, or the sentence names the build machine itself); the numbers
+    in those sentences, and only there, are ignored.
+    """
+    return [(c.cell_type, _blank_live(c.source) if c.cell_type == "markdown" else c.source)
+            for c in nb.cells]
 
 
 def _site_url(name: str) -> str:

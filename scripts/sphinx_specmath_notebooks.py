@@ -18,27 +18,52 @@ What this adds to sphinx-tojupyter (whose defaults target QuantEcon's RST lectur
 * Exercises: ``**Exercise 5.1 (Title).**``; their cells carry the tag ``exercise``.
   Solutions: one collapsed ``<details>`` cell (prose and code), tagged ``solution``, which
   the student edition removes.
-* Admonitions: a bold title and a block quote.
+* Admonitions: a bold title and a block quote; one holding a table (the symbol boxes) is
+  a bold title and the table, because nbconvert does not render tables in block quotes.
 * Every internal link (``{eq}``, ``{numref}``, ``{prf:ref}``, ``{cite}``, ``{doc}``) points
   at the page and anchor of the published site (``html.baseurl``), with the site's text.
-* Glued values print as on the site; values that depend on the machine (glue keys with
-  ``_live_``) say so.
+* Glued values print as on the site; a sentence with values that depend on the machine
+  (glue keys with ``_live_``) says so once, at its end (:data:`LIVE_NOTE`), unless it
+  already names the build machine.
+* Nested lists are indented to their parent item's content column (three spaces under
+  ``1. ``), so CommonMark renderers (JupyterLab, Colab, nbconvert) keep the nesting.
+* Each figure's caption follows its code cell as a Markdown cell, ``*Fig. 5.1* …``,
+  numbered as on the site.
+* The Colab install cell (the first code cell, tagged ``remove-cell``) opens with a
+  ``#@title`` line and carries ``cellView: form``, so Colab shows it collapsed to its title;
+  ``jupyter.source_hidden`` hides it in JupyterLab.
 * Inline math is written ``$x$`` (no inner spaces), which every Markdown renderer accepts.
 """
 
 from __future__ import annotations
 
 import posixpath
+import re
 from pathlib import Path
 
 import nbformat
 from docutils import nodes
 from sphinx.application import Sphinx
 
-__all__ = ["setup", "LIVE_NOTE", "is_live_key"]
+__all__ = ["setup", "LIVE_NOTE", "LIVE_PHRASES", "INSTALL_TITLE", "is_live_key",
+           "mark_live_sentences"]
 
-#: Printed after a glued value that depends on the machine that executed the chapter.
+#: Printed once at the end of a sentence whose glued values depend on the machine that
+#: executed the chapter.
 LIVE_NOTE = " (on the machine that built the website)"
+
+#: A sentence containing one of these already says that its values are the build machine's
+#: (the translator adds no :data:`LIVE_NOTE` to it; ``scripts/reader_notebooks.py`` ignores
+#: its numbers when comparing notebooks).
+LIVE_PHRASES = ("machine that built the website", "on the build machine")
+
+#: First line of the Colab install cell in a reader notebook (Colab shows a cell with
+#: ``cellView: form`` collapsed to its ``#@title``).
+INSTALL_TITLE = "#@title Install specmath (Colab only; run this cell first)"
+
+_LIVE_MARK = "\x00live\x00"   # placed after a live value, resolved per sentence
+_SENTENCE = re.compile(r"(?<=[.!?])(?=\s)")
+_TRAILING = re.compile(r"([.!?:;,]*\s*)$")
 
 _PROOF_TYPES = ("theorem", "axiom", "lemma", "definition", "remark", "conjecture", "corollary",
                 "algorithm", "criterion", "example", "property", "observation", "proposition",
@@ -48,6 +73,24 @@ _PROOF_TYPES = ("theorem", "axiom", "lemma", "definition", "remark", "conjecture
 def is_live_key(key: str) -> bool:
     """Glue keys of machine-dependent values (chapter 7's live runs) contain ``_live_``."""
     return "_live_" in key
+
+
+def mark_live_sentences(text: str) -> str:
+    """Replace the live-value marks in a paragraph by one :data:`LIVE_NOTE` per sentence.
+
+    The note goes before the sentence's closing punctuation; a sentence that already names
+    the build machine (:data:`LIVE_PHRASES`) gets none.
+    """
+    if _LIVE_MARK not in text:
+        return text
+    out = []
+    for sentence in _SENTENCE.split(text):
+        if _LIVE_MARK in sentence:
+            sentence = sentence.replace(_LIVE_MARK, "")
+            if not any(ph in sentence for ph in LIVE_PHRASES):
+                sentence = _TRAILING.sub(lambda m: LIVE_NOTE + m.group(1), sentence, count=1)
+        out.append(sentence)
+    return "".join(out)
 
 
 def _patch_glue_roles() -> None:
@@ -91,6 +134,7 @@ def _make_translator(base):
                 self._src_cells = [(i, c) for i, c in enumerate(nb.cells)
                                    if c.cell_type == "code"]
             self._emitted: set[int] = set()
+            self._paragraph_starts: list[int] = []
 
         # ---- cells --------------------------------------------------------------------
         def add_markdown_cell(self, slide_type="slide", title=False):
@@ -105,12 +149,35 @@ def _make_translator(base):
                 return
             self.add_markdown_cell()
             meta = {k: v for k, v in cell.metadata.items() if k in ("tags", "mystnb")}
-            if "remove-cell" in meta.get("tags", []):
-                meta["jupyter"] = {"source_hidden": True}
             # the install cell's repository address, from _config.yml (one place)
             from sphinx_specmath_repository import fill, repository_of
             source = fill(cell.source, *repository_of(self.builder.config))
+            if "remove-cell" in meta.get("tags", []):
+                meta["jupyter"] = {"source_hidden": True}
+                first = not any(c.cell_type == "code" for c in self.output["cells"])
+                if first and "google.colab" in source:
+                    # Colab ignores source_hidden: a form cell shows only its #@title
+                    meta["cellView"] = "form"
+                    if not source.startswith("#@title"):
+                        source = INSTALL_TITLE + "\n" + source
             self.output["cells"].append(nbformat.v4.new_code_cell(source, metadata=meta))
+
+        def _emit_captions(self, container) -> None:
+            """``*Fig. 5.1* caption`` after the code cell, for each figure it outputs."""
+            numbers = self.builder.env.toc_fignumbers.get(self.builder.docname, {})
+            for fig in container.traverse(nodes.figure):
+                caption = next((c for c in fig.children if isinstance(c, nodes.caption)), None)
+                if caption is None:
+                    continue
+                num = next((numbers.get("figure", {}).get(i) for i in fig["ids"]
+                            if i in numbers.get("figure", {})), None)
+                self.add_markdown_cell()
+                head = "*Fig. " + ".".join(map(str, num)) + "* " if num else ""
+                self.markdown_lines.append(("\n" if self._in_solution else "") + head)
+                for child in caption.children:
+                    child.walkabout(self)
+                self.markdown_lines.append("\n\n")
+                self.add_markdown_cell()
 
         def _flush_removed(self, before: int | None) -> None:
             for i, c in self._src_cells:
@@ -134,6 +201,7 @@ def _make_translator(base):
                 cell = dict(self._src_cells).get(idx)
                 if cell is not None:
                     self._emit_code(idx, cell)
+                self._emit_captions(node)
                 raise nodes.SkipNode
             super().visit_container(node)
 
@@ -152,12 +220,31 @@ def _make_translator(base):
                 return
             super().visit_Text(node)
 
-        # ---- glue ---------------------------------------------------------------------
+        # ---- glue: one note per sentence with machine-dependent values ------------------
         def depart_inline(self, node):
             key = node.get("glue_key")
             if key and is_live_key(key):
-                self.markdown_lines.append(LIVE_NOTE)
+                if self.table_builder or not self._paragraph_starts:
+                    self._emit(LIVE_NOTE)
+                else:
+                    self.markdown_lines.append(_LIVE_MARK)
             super().depart_inline(node)
+
+        def visit_paragraph(self, node):
+            self._paragraph_starts.append(len(self.markdown_lines))
+            super().visit_paragraph(node)
+
+        def depart_paragraph(self, node):
+            start = self._paragraph_starts.pop()
+            if any(_LIVE_MARK in ln for ln in self.markdown_lines[start:]):
+                text = mark_live_sentences("".join(self.markdown_lines[start:]))
+                self.markdown_lines[start:] = [text]
+            super().depart_paragraph(node)
+
+        # ---- nested lists: indent to the content column of "1. " -------------------------
+        def visit_enumerated_list(self, node):
+            super().visit_enumerated_list(node)
+            self.indents[-1] = len(self.bullets[-1]) + 1   # "1. " is three columns wide
 
         # ---- inline markup, also inside tables (sphinx-tojupyter wrote it outside) -------
         def _emit(self, text: str) -> None:
@@ -265,8 +352,14 @@ def _make_translator(base):
             start, title = self._admonition_starts.pop()
             body = "".join(self.markdown_lines[start:]).strip("\n")
             del self.markdown_lines[start:]
-            quoted = "\n".join("> " + ln if ln.strip() else ">" for ln in body.splitlines())
-            self.markdown_lines.append(f"> **{title}**\n>\n{quoted}\n\n")
+            if any(ln.lstrip().startswith("|") for ln in body.splitlines()):
+                # a table (the chapters' symbol boxes): nbconvert's Markdown (mistune) does
+                # not render a table inside a block quote, so the box is a titled section
+                self.markdown_lines.append(f"**{title}**\n\n{body}\n\n")
+            else:
+                quoted = "\n".join("> " + ln if ln.strip() else ">"
+                                    for ln in body.splitlines())
+                self.markdown_lines.append(f"> **{title}**\n>\n{quoted}\n\n")
             self._capture -= 1
             self.add_markdown_cell()
 

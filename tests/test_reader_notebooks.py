@@ -57,6 +57,15 @@ def test_reader_notebook_has_no_raw_myst(name):
             assert not found, f"notebooks/{name} cell {i}: raw MyST ({found}):\n{c.source[:400]}"
 
 
+def _without_colab_title(cell) -> str:
+    """A code cell's source; a Colab form cell (``cellView: form``) without its ``#@title``
+    first line, which the reader notebook adds so that Colab hides the cell."""
+    src = cell.source
+    if cell.metadata.get("cellView") == "form" and src.startswith("#@title"):
+        return src.partition("\n")[2]
+    return src
+
+
 def _filled(source: str) -> str:
     """A chapter's code cell as its reader notebook carries it: the install cell's repository
     placeholders filled in from ``_config.yml`` (``scripts/sphinx_specmath_repository.py``)."""
@@ -73,7 +82,7 @@ def _filled(source: str) -> str:
 def test_reader_code_cells_are_the_chapters_code_cells_unchanged(name):
     src = nbformat.read(BOOK / name, as_version=4)
     nb = nbformat.read(READER / name, as_version=4)
-    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    code = [_without_colab_title(c) for c in nb.cells if c.cell_type == "code"]
     # solutions' code is shown inside their <details> cell, not as code cells
     solution_code = "\n".join(c.source for c in nb.cells if "solution" in c.metadata.get(
         "tags", []))
@@ -107,3 +116,49 @@ def test_exercises_are_numbered_and_solutions_collapsed(name):
     assert len(sols) == md.count("{solution-start}")
     for c in sols:
         assert c.source.startswith("<details>") and c.source.rstrip().endswith("</details>")
+
+
+# ---- sources and the translator's pieces that need no build ---------------------------------
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_chapter_wraps_an_equation_reference_in_parentheses(name):
+    """{eq} already prints "(2.1)"; "({eq}`x`)" printed "((2.1))" (issue 15 item 6)."""
+    md = (BOOK / "md" / name.replace(".ipynb", ".md")).read_text(encoding="utf-8")
+    hits = [ln.strip() for ln in md.splitlines() if re.search(r"\(\s*\{eq\}`[^`]*`\s*\)", ln)]
+    assert not hits, f"book/md/{name}: write {{eq}}`label`, not ({{eq}}`label`): {hits}"
+
+
+def _translator():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "sphinx_specmath_notebooks", REPO / "scripts" / "sphinx_specmath_notebooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_live_values_are_marked_once_per_sentence_at_its_end():
+    tr = _translator()
+    m, note = tr._LIVE_MARK, tr.LIVE_NOTE
+    text = (f"It needed 9{m} passes, the plain loop 24, and 2.67{m} tokens over 9{m} "
+            f"iterations. Sampling works the same way; took 3.2{m} s:")
+    out = tr.mark_live_sentences(text)
+    assert out == (f"It needed 9 passes, the plain loop 24, and 2.67 tokens over 9 "
+                   f"iterations{note}. Sampling works the same way; took 3.2 s{note}:")
+    assert out.count(note) == 2 and m not in out
+    # a sentence that already names the build machine gets no note
+    said = tr.mark_live_sentences(f"The chapter ran in 95.1{m} s on the build machine.")
+    assert said == "The chapter ran in 95.1 s on the build machine."
+    assert tr.mark_live_sentences("No live value here.") == "No live value here."
+
+
+def test_only_values_measured_on_the_build_machine_have_live_glue_keys():
+    """A ``_live_`` key marks a measured value: never a constant (N_LIVE, K_LIVE, …)."""
+    consts = []
+    for md in sorted((BOOK / "md").glob("[0-9][0-9]_*.md")):
+        for key, value in re.findall(r'glue\("(\w*_live_\w*)",\s*([^,)]+)',
+                                     md.read_text(encoding="utf-8")):
+            if re.fullmatch(r"[A-Z][A-Z0-9_]*|[\d.e+-]+", value.strip()):
+                consts.append(f"{md.name}: {key} = {value}")
+    assert not consts, "constants glued under _live_ keys: " + "; ".join(consts)

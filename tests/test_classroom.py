@@ -281,7 +281,8 @@ def test_every_chapter_with_exercises_builds_an_assignment_whose_solutions_pass(
         assert (d / "autograder" / f"{name}.ipynb").is_file()
         with zipfile.ZipFile(d / "autograder" / "autograder.zip") as z:
             files = z.namelist()
-            assert "run_autograder" in files and "requirements.txt" in files
+            assert "run_autograder" in files and "environment.yml" in files
+            assert "specmath[classroom" in z.read("environment.yml").decode()
             tests = [f for f in files if f.startswith("tests/")]
             assert tests and all("assert_correct" in z.read(t).decode() for t in tests)
 

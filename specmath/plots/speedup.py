@@ -101,11 +101,16 @@ def speedup_maps(alphas, cs, k_max: int = 32, *, width: float = 5.6,
     """
     from .style import new_axes
 
-    with plt.rc_context({"font.size": font_size, "axes.labelsize": font_size,
-                         "xtick.labelsize": font_size - 1, "ytick.labelsize": font_size - 1}):
-        fig, (top, bottom) = new_axes(nrows=2, width=width, height=1.6 * width)
-        _, S = speedup_heatmap(alphas, cs, k_max=k_max, ax=top, label_size=font_size - 1)
-        _, K = best_k_heatmap(alphas, cs, k_max=k_max, ax=bottom, label_size=font_size - 1)
+    # Sizes are set on the artists, not with plt.rc_context: leaving an rc_context inside
+    # a Jupyter kernel resets the inline backend's state, and no later figure is shown.
+    fig, (top, bottom) = new_axes(nrows=2, width=width, height=1.6 * width)
+    _, S = speedup_heatmap(alphas, cs, k_max=k_max, ax=top, label_size=font_size - 1)
+    _, K = best_k_heatmap(alphas, cs, k_max=k_max, ax=bottom, label_size=font_size - 1)
+    for ax in fig.axes:   # the two maps and their colour bars
+        ax.xaxis.label.set_size(font_size)
+        ax.yaxis.label.set_size(font_size)
+        ax.title.set_size(font_size)
+        ax.tick_params(labelsize=font_size - 1)
     return fig, S, K
 
 

@@ -107,33 +107,53 @@ def summarise(rows: list[dict]) -> dict:
     return S
 
 
-def main(argv=None, models=None) -> dict:
-    ap = parser(__doc__)
+def parse(doc: str, argv=None):
+    """The arguments of this script and of ``multidraft_ceiling.py`` (same texts)."""
+    ap = parser(doc)
     ap.add_argument("--new-tokens", type=int, default=48)
     ap.add_argument("--prompts-per-task", type=int, default=2)
     args = ap.parse_args(argv)
     if args.quick:
         args.new_tokens = 8
-    t0 = start(args).t0
-    if models is None:
-        target, draft, tok = llm.load_pair()
-        prompts = prompt_ids(tok, args.prompts_per_task)
-        if args.quick:
-            prompts = dict(list(prompts.items())[:2])
-        eos = sorted({i for i in (tok.eos_token_id, tok.pad_token_id) if i is not None})
-    else:  # tests: tiny in-process models; prompts {id: (task, token ids)}
-        target, draft, prompts = models
-        eos = []
+    return args
+
+
+def pair_and_prompts(args, models=None):
+    """(target, draft, prompts {id: (task, ids)}, EOS ids): the offline pair and the first
+    ``--prompts-per-task`` prompts of each task (two in all with --quick), or the tests'
+    tiny models ``(target, draft, prompts)``."""
+    if models is not None:
+        return (*models, [])
+    target, draft, tok = llm.load_pair()
+    prompts = prompt_ids(tok, args.prompts_per_task)
+    if args.quick:
+        prompts = dict(list(prompts.items())[:2])
+    return target, draft, prompts, sorted({i for i in (tok.eos_token_id, tok.pad_token_id)
+                                           if i is not None})
+
+
+def scored_rows(doc: str, argv, models, fields, describe):
+    """Parse the arguments, load the pair and, per prompt j, let the target write a text
+    at T = 1 (seed 1000·--seed + j, EOS banned) and score it with both models:
+    ``fields(p, q)`` per text, ``describe(row)`` logged. Returns (args, rows, t0)."""
+    args = parse(doc, argv)
+    log = start(args)
+    target, draft, prompts, eos = pair_and_prompts(args, models)
     rows = []
     for j, (pid, (task, ids)) in enumerate(prompts.items()):
-        text = generate_text(target, ids, args.new_tokens, 1.0, args.seed * 1000 + j, eos)
+        seed = args.seed * 1000 + j
+        text = generate_text(target, ids, args.new_tokens, 1.0, seed, eos)
         p = torch.softmax(_logits(target, ids, text), -1).numpy()
         q = torch.softmax(_logits(draft, ids, text), -1).numpy()
-        r = {"prompt": pid, "task": task, "L": len(text), "seed": args.seed * 1000 + j}
-        r.update(position_rows(p, q))
-        rows.append(r)
-        print(f"[{time.perf_counter() - t0:6.1f}s] {pid}: α = {np.mean(r['accept_m']['1']):.3f}"
-              f", m = 2: {np.mean(r['accept_m']['2']):.3f}", flush=True)
+        rows.append({"prompt": pid, "task": task, "L": len(text), "seed": seed,
+                     **fields(p, q)})
+        log(f"{pid}: {describe(rows[-1])}")
+    return args, rows, log.t0
+
+
+def main(argv=None, models=None) -> dict:
+    args, rows, t0 = scored_rows(__doc__, argv, models, position_rows, lambda r: (
+        f"α = {np.mean(r['accept_m']['1']):.3f}, m = 2: {np.mean(r['accept_m']['2']):.3f}"))
     R = {"provenance": provenance(args, dtype=DTYPE, temperature=1.0, shared_machine=True,
                                   method=METHOD), "ms": list(MS), "ks": list(KS),
          "quick": bool(args.quick), "runtime_s": time.perf_counter() - t0,

@@ -362,6 +362,8 @@ CASES = [
      r"q has negative entries"),
     ("block_weights draft_tokens wrong length", lambda: sm.block_weights(P2, Q1, [0, 1]),
      r"draft_tokens must have shape"),
+    ("block_accepted_given_draft draft_tokens out of range",
+     lambda: sm.block_accepted_given_draft(P2, Q1, [3]), r"draft_tokens must be in \[0, V\)"),
     ("block_output_distribution rule",
      lambda: sm.block_output_distribution(TARGET, DRAFT, 2, rule="lenient"),
      r"rule must be one of"),

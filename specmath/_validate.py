@@ -69,8 +69,12 @@ def sum_tolerance(vocab_size: int, storage: str = "float64") -> float:
        the smallest subnormal, ``η_s/2`` (2⁻²⁵ ≈ 3.0·10⁻⁸ in float16). With ``n`` such
        entries in a row that is ``n·η_s/2``, at most ``V·η_s/2``: 4.5·10⁻³ for float16 at
        V = 151,936, where almost every tail entry lies below 2⁻¹⁴ (1/V ≈ 6.6·10⁻⁶) and a
-       confident row flushes most of them to 0, all in the same direction. For float32
-       and bfloat16 (η_s = 2⁻¹⁴⁹, 2⁻¹³³) the term is below 10⁻³⁴.
+       confident row flushes most of them to 0. Those flushed entries all err downwards;
+       the ones kept as nonzero subnormals round either way (in chapter 2's confident
+       row, about a fifth of the subnormal entries round up), so the errors do not all
+       share a sign, though their sum is downward. The bound counts absolute errors and
+       does not depend on their signs. For float32 and bfloat16 (η_s = 2⁻¹⁴⁹, 2⁻¹³³) the
+       term is below 10⁻³⁴.
     2. **The normaliser.** Every entry is divided by the same computed Ŝ, so a relative
        error ε in Ŝ moves the sum by about −ε. How large ε is depends on the order of the
        additions (Higham, *Accuracy and Stability*, §4.2, with γ_n = n u_a/(1 − n u_a)):

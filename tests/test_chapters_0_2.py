@@ -471,3 +471,28 @@ def test_ch2_agree_bias_largest_gap_set_is_the_target_top_token():
         best = max(range(1, 2 ** 5), key=lambda m: sum(diff[i] for i in range(5) if m >> i & 1))
         assert best == 1 << xs
         assert diff[xs] == pytest.approx(q[xs] * (1 - p[xs]))
+
+
+def test_float16_subnormal_rounding_errors_have_mixed_signs_and_a_downward_sum():
+    # R1 finding 2: in chapter 2's confident float16 row (same seed and construction) the
+    # entries below float16's smallest normal do NOT all round the same way
+    V = 151_936
+    gen = np.random.default_rng(16)
+    z = gen.standard_normal((21, V)).astype(np.float32)
+    z[20, 0] += np.float32(20)
+    e = np.exp(z[20] - z[20].max())
+    p32 = e / e.sum(dtype=np.float32)
+    err = p32.astype(np.float16).astype(float) - p32.astype(float)
+    sub = p32 < 2.0 ** -14
+    up, down = (err[sub] > 0).sum(), (err[sub] < 0).sum()
+    assert 0 < up < down and err[sub].sum() < 0
+    # the tolerance counts absolute errors, so it covers the row whatever the signs
+    assert np.abs(err[sub]).sum() <= sub.sum() * 2.0 ** -25
+
+
+def test_g_test_degrees_of_freedom_count_only_tokens_the_law_can_produce():
+    # R1 finding 8: dof = (number of x with p(x) > 0) - 1, not V - 1
+    p = np.array([0.5, 0.3, 0.2, 0.0, 0.0])
+    counts = np.array([50, 30, 20, 0, 0])
+    assert stats.g_test(counts, p).dof == 2
+

@@ -64,8 +64,9 @@ register("ch4-ex2", _ex2, hint=("The tail-sum trick of the chapter works for the
 register("ch4-ex3", _ex3, hint=("Express the dashboard's rate through the mean tokens per iteration: "
               "what does it fix without α?"))
 register("ch4-ex4", _ex4, rtol=0.0, atol=0.0,
-         hint=("How far below its ceiling is the mean at draft length k? Find where "
-               "that gap first gets small enough."))
+         hint=("The gap between the mean at draft length k and its ceiling 1/(1 − α) "
+               "is a power of α divided by 1 − α. Require it to be at most (1 − f)/(1 − α), "
+               "take logarithms (ln α < 0 turns the inequality round) and round up."))
 register("ch4-ex5", _ex5, hint=("Count tokens, not iterations: over many iterations, how many tokens "
               "do the full ones emit, and how many do all of them emit?"))
 register("ch4-ex6", _ex6, hint=("Build the kernel between starting states first; its stationary law "

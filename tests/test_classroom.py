@@ -320,6 +320,22 @@ def test_solved_notebooks_with_personal_numbers_pass_for_many_students(assignmen
             assert passed and all(passed.values()), (name, i, passed)
 
 
+@pytest.mark.site
+def test_personal_numbers_can_be_turned_off_per_assignment(tmp_path):
+    src = _sources()
+    run = subprocess.run([sys.executable, str(REPO / "scripts" / "make_assignments.py"),
+                          "--src", str(src), "--out", str(tmp_path), "--chapters", "05",
+                          "--shared-numbers", "05"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr   # solved notebook passes too
+    assert "personal numbers: no" in run.stdout
+    text = (tmp_path / CH5 / "student" / f"{CH5}.ipynb").read_text(encoding="utf-8")
+    assert 'P[\\"ch5-ex' not in text and "P = start(" not in text
+    with zipfile.ZipFile(tmp_path / CH5 / "autograder" / "autograder.zip") as z:
+        hidden = z.read("tests/ch5_ex2.py").decode()
+    assert "personal=False" in hidden
+
+
 def _set_id(nb, sid: str):
     nb = copy.deepcopy(nb)
     nb.cells[0].source = f'STUDENT_ID = "{sid}"\n'

@@ -67,9 +67,27 @@
       }
     }
   }
+  // An inline formula wider than its paragraph (on a phone) would be cut at the right
+  // edge: it gets a line of its own that scrolls, with the same edge shadow.
+  function fitInline(m) {
+    m.classList.remove("specmath-wide-inline");
+    var block = m.parentElement;
+    while (block && getComputedStyle(block).display.indexOf("inline") === 0) {
+      block = block.parentElement;
+    }
+    if (!block) { return; }
+    var room = block.getBoundingClientRect().right;
+    if (m.getBoundingClientRect().right > room + 1) {
+      m.classList.add("specmath-wide-inline");
+      if (!m.hasAttribute("tabindex")) { m.setAttribute("tabindex", "0"); }
+    }
+  }
   function fitDisplayMath() {
     var all = document.querySelectorAll('mjx-container[jax="CHTML"][display="true"]');
     for (var i = 0; i < all.length; i++) { fitOne(all[i]); }
+    var inline = document.querySelectorAll(
+      'article mjx-container[jax="CHTML"]:not([display="true"])');
+    for (var j = 0; j < inline.length; j++) { fitInline(inline[j]); }
   }
   function whenTypeset() {
     var mj = window.MathJax;

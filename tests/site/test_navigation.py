@@ -233,6 +233,17 @@ _MATH = r"""() => [...document.querySelectorAll('article div.math')].map(d => {
 }).filter(x => x)"""
 
 
+_INLINE = r"""() => [...document.querySelectorAll(
+    'article mjx-container[jax="CHTML"]:not([display="true"])')].filter(m => {
+  if (!m.getClientRects().length || m.closest('pre, .table-wrapper, .pst-scrollable-table-container, '
+                                              + '.specmath-wide-inline, .cell_output'))
+    return false;
+  let b = m.parentElement;
+  while (b && getComputedStyle(b).display.startsWith('inline')) b = b.parentElement;
+  return m.getBoundingClientRect().right > b.getBoundingClientRect().right + 1;
+}).map(m => (m.querySelector('mjx-assistive-mml') || m).textContent.slice(0, 40))"""
+
+
 @pytest.mark.parametrize("page", CHAPTER_PAGES)
 def test_wide_equations_on_a_phone_show_they_scroll_and_keep_their_number_clear(
         base_url, browser, page):
@@ -241,11 +252,14 @@ def test_wide_equations_on_a_phone_show_they_scroll_and_keep_their_number_clear(
         settle(pg)
         pg.wait_for_timeout(300)  # specmath.js marks the wide ones after typesetting
         eqs = pg.evaluate(_MATH)
+        cut_inline = pg.evaluate(_INLINE)
     no_cue = [e["id"] for e in eqs if e["scrolls"] and not e["cue"]]
     beside = [e["id"] for e in eqs if e["scrolls"] and e["beside"]]
     assert no_cue == [], f"{page}: equations scroll sideways with no cue at 390 px: {no_cue}"
     assert beside == [], (f"{page}: the number of a scrolling equation sits beside its "
                           f"hidden part at 390 px: {beside}")
+    assert cut_inline == [], (f"{page}: inline formulas run past the right edge of their "
+                              f"paragraph at 390 px: {cut_inline}")
 
 
 #: On a desktop an equation may be shrunk to fit its column, but not below this (% of the

@@ -390,3 +390,27 @@ def test_kernel_trees_explorer_draws_at_the_largest_m_on_its_slider():
     labels = [ln.get_label() for ln in fig.axes[0].get_lines()]
     assert "recursive rejection, without replacement" in labels
     plt.close(fig)
+
+
+def test_one_explorer_call_emits_the_kernel_figure_the_controls_and_the_hidden_live_spec():
+    """In a kernel the same call shows the default figure first and the ipywidgets controls;
+    the live spec rides along as a hidden HTML output that only the website draws."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from specmath.widgets.speedup import speedup_explorer, speedup_live
+
+    InteractiveShell.instance()  # display() publishes rich outputs, as in a kernel
+    with capture_output() as cap:
+        box = speedup_explorer(alpha=0.8, k=5, c=10.0)
+    kinds = [sorted(o.data) for o in cap.outputs]
+    assert cap.outputs[0].data["text/plain"].startswith("<Figure")  # the default figure first
+    assert any("application/vnd.jupyter.widget-view+json" in k for k in kinds)
+    html = cap.outputs[-1].data["text/html"]
+    assert 'class="specmath-live" hidden style="display:none"' in html
+    spec = json.loads(html.split('class="specmath-live-spec">')[1].split("</script>")[0]
+                      .replace("<\\/", "</"))
+    assert spec == json.loads(json.dumps(speedup_live(0.8, 5, 10.0)))
+    assert len(box.children) == 3

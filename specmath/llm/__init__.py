@@ -2,7 +2,7 @@
 
 Chapter 7 (and the benchmarks of chapters 7–11); the only part of specmath that imports torch.
 
-One module per job, every arrow pointing down::
+One module per job; each imports only modules listed above it (no cycles)::
 
     result   GenerationResult: what one generation did, and its statistics
     kv       forward passes with a KV cache on every transformers 5.x, rollback, devices

@@ -534,10 +534,26 @@ def test_ch5_lambert_substitution_and_branch_choice():
     z = -np.exp(-1 - L * (c - 1))
     assert ((z > -np.exp(-1)) & (z < 0)).all()          # two real branches exist for c > 1
     y_low, y_up = -lambertw(z, k=-1).real, -lambertw(z, k=0).real
-    assert (y_low > 1).all() and (y_up < 1).all()
-    kappa = (y_low - 1) / L - c
+    kappa, kappa_up = (y_low - 1) / L - c, (y_up - 1) / L - c
     # the lower branch solves g(κ) = 0 of (ch5-derivative), i.e. α^{κ+1}(1 + L(c+κ)) = 1
     assert np.allclose(a ** (kappa + 1) * (1 + L * (c + kappa)), 1.0, rtol=1e-8)
+    # the upper branch solves it too (in logarithms, where y > 1e-3 keeps the digits),
+    # but with κ < -c: the derivation's reason to take W₋₁ (not a property of lambertw
+    # alone: a sign slip in κ = (y - 1)/L - c fails these lines)
+    ok = y_up > 1e-3
+    ku, Lo, co = kappa_up[ok], L[ok], c[ok]
+    assert ok.any() and np.allclose(-(ku + 1) * Lo + np.log(1 + Lo * (co + ku)), 0.0,
+                                    atol=1e-8)
+    assert (kappa_up < -c).all() and (kappa > -c).all()
     inner = kappa > 0
     assert np.allclose(np.maximum(kappa, 0)[inner], sm.optimal_k_continuous(a, c)[inner],
                        rtol=1e-6, atol=1e-6)
+
+
+def test_ch6_ex5_hint_does_not_send_the_student_to_the_forbidden_helper():
+    # R1 finding 13: the exercise says "not with the helper"; the hint must not name it
+    from specmath import exercises
+    exercises.exercise_keys()                      # loads every chapter's registrations
+    hint = exercises._REGISTRY["ch6-ex5"].hint
+    assert "positional" not in hint and "expected_tokens_markov" not in hint
+    assert "M" in hint and "loop" in hint

@@ -167,6 +167,38 @@ def test_oracle_replay_wastes_no_draft_and_beats_every_fixed_k():
         assert o.cost(4.0, 1.0) <= f.cost(4.0, 1.0) + 1e-9
 
 
+def test_oracle_costs_no_more_than_any_policy_iff_a_draft_costs_under_one_pass():
+    """Proposition ch11-prop-oracle-bound: with V(d) = 1 + v d and u = 1/c + v ≤ 1 the
+    uncapped oracle costs no more than fixed k, the threshold rule or the heuristic on
+    every string (exact arithmetic on replays, no tolerance beyond rounding); with u > 1
+    it costs (L − I_o)(u − 1) more than plain decoding, so the hypothesis is needed."""
+    rng = np.random.default_rng(8)
+    n_lt = n_gt = 0
+    for _ in range(400):
+        L = int(rng.integers(10, 120))
+        a = (rng.random(L) < rng.uniform(0.2, 0.95)).astype(int)
+        a[0] = 1
+        qt = rng.random(L)
+        c, v = float(rng.choice([1.2, 2.0, 3.0, 10.0])), float(rng.uniform(0, 1.2))
+        u = 1 / c + v
+        V = 1 + v * np.arange(L + 2)
+        o = ad.replay_oracle(a)
+        co = o.cost(c, V)
+        assert co == pytest.approx(L * u + len(o.N) * (1 - u))
+        others = [ad.replay_fixed(a, k).cost(c, V) for k in range(10)]
+        others += [ad.replay_threshold(a, qt, h, K).cost(c, V)
+                   for h in (0.2, 0.6) for K in (2, 8)]
+        others.append(ad.replay_hf_heuristic(a).cost(c, V))
+        if u <= 1:
+            n_lt += 1
+            assert co <= min(others) + 1e-9
+        else:
+            n_gt += 1
+            assert co - others[0] == pytest.approx((L - len(o.N)) * (u - 1))
+            assert co > others[0]
+    assert n_lt > 100 and n_gt > 100
+
+
 def test_threshold_rule_extremes_are_plain_decoding_and_fixed_k():
     rng = np.random.default_rng(6)
     a = (rng.random(200) < 0.7).astype(int)

@@ -197,3 +197,54 @@ def test_committed_ceiling_file_matches_the_multidraft_file_and_the_theorems():
             up = np.array(rc["upper_m"][str(m)])
             assert np.abs(acc - np.array(row["accept_m"][str(m)])).max() < 1e-4
             assert np.all(acc <= ot + 1e-9) and np.all(ot <= up + 1e-9)
+
+
+def _shared_coin_law(p, cands, th_acc=1.0, th_single=1.0):
+    """Exact law of SGLang's one-coin-per-level rule (tree_speculative_sampling_target_only
+    at sglang 120affb): sibling r is kept if it is the first with u ≤ cum_r / th_acc or
+    p(c_r) ≥ th_single; if none is kept, a draw from p with the siblings zeroed."""
+    cum = np.cumsum(p[cands]) / th_acc
+    law, lo = np.zeros(p.size), 0.0
+    for r, c in enumerate(cands):
+        hi = 1.0 if p[c] >= th_single else min(1.0, max(lo, cum[r]))
+        law[c] += hi - lo
+        lo = hi
+    rest = p.copy()
+    rest[cands] = 0.0
+    if rest.sum() > 0:
+        law += (1 - lo) * rest / rest.sum()
+    return law
+
+
+def test_sglang_shared_coin_keeps_sibling_r_with_target_mass_and_is_lossy_off_defaults():
+    """Review R2 finding 9: at the default thresholds (1, 1) the shared coin keeps sibling
+    r with probability p(c_r), the law of Proposition ch10-prop-topk, and emits p; with
+    threshold_acc = 1/2 it over-emits the candidates. Exact law on random pairs, then a
+    simulation (fixed seed, n = 20,000, |z| < 4 per token: false-alarm rate ≈ 6e-5 each)."""
+    rng = np.random.default_rng(21)
+    for _ in range(300):
+        V = int(rng.integers(2, 9))
+        p, q = rng.dirichlet(np.full(V, 0.7)), rng.dirichlet(np.full(V, 0.7))
+        for m in range(1, V + 1):
+            cands = np.argsort(-q, kind="stable")[:m]
+            law = _shared_coin_law(p, cands)
+            np.testing.assert_allclose(law, p, atol=1e-12)
+            assert law[cands].sum() == pytest.approx(md.topk_keep_probability(p, q, m))
+        cands = np.argsort(-q, kind="stable")[:2]
+        lossy = _shared_coin_law(p, cands, th_acc=0.5)
+        assert lossy[cands].sum() >= p[cands].sum() - 1e-12
+    p = np.array([0.3, 0.25, 0.25, 0.2])
+    cands = np.array([2, 3])
+    n = 20_000
+    u = rng.random(n)
+    pick = np.searchsorted(np.cumsum(p[cands]), u)
+    rest = p.copy()
+    rest[cands] = 0
+    draws = np.where(pick < 2, cands[np.minimum(pick, 1)],
+                     rng.choice(4, n, p=rest / rest.sum()))
+    freq = np.bincount(draws, minlength=4) / n
+    z = np.abs(freq - p) / np.sqrt(p * (1 - p) / n)
+    assert z.max() < 4
+    lossy = _shared_coin_law(p, cands, th_acc=0.5)
+    assert np.abs(lossy - p).max() > 0.1          # kept mass 0.9 instead of 0.45
+    assert lossy[cands].sum() == pytest.approx(min(1.0, 2 * p[cands].sum()))

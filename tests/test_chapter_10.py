@@ -108,24 +108,15 @@ def test_chain_EN_is_chapter_4_formula_and_the_second_candidate_adds_a2():
 
 
 def test_benchmark_quick_mode_runs_on_tiny_models(tmp_path):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    import multidraft_realmodel as mr
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tinymodels import load_benchmark, tiny_qwen, torch_threads
 
-    def tiny(seed):
-        torch.manual_seed(seed)
-        cfg = transformers.Qwen2Config(
-            vocab_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-            initializer_range=0.25, tie_word_embeddings=False)
-        return transformers.Qwen2ForCausalLM(cfg).double().eval()
-
-    threads = torch.get_num_threads()
-    try:
-        R = mr.main(["--quick", "--out", str(tmp_path / "m.json")],
-                    models=(tiny(0), tiny(1), {"a-0": ("a", [1, 2, 3]), "b-0": ("b", [5, 1])}))
-    finally:
-        torch.set_num_threads(threads)
+    with torch_threads():
+        R = load_benchmark("multidraft_realmodel").main(
+            ["--quick", "--out", str(tmp_path / "m.json")],
+            models=(tiny_qwen(0), tiny_qwen(1),
+                    {"a-0": ("a", [1, 2, 3]), "b-0": ("b", [5, 1])}))
     assert (tmp_path / "m.json").exists()
     for row in R["prompts"]:
         acc = np.array([row["accept_m"][str(m)] for m in R["ms"]])
@@ -151,24 +142,14 @@ def test_committed_result_file_is_consistent():
 
 
 def test_ceiling_benchmark_quick_mode_on_tiny_models_orders_recursive_ceiling_bound(tmp_path):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    import multidraft_ceiling as mc
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from tinymodels import load_benchmark, tiny_qwen, torch_threads
 
-    def tiny(seed):
-        torch.manual_seed(seed)
-        cfg = transformers.Qwen2Config(
-            vocab_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-            initializer_range=0.25, tie_word_embeddings=False)
-        return transformers.Qwen2ForCausalLM(cfg).double().eval()
-
-    threads = torch.get_num_threads()
-    try:
-        R = mc.main(["--quick", "--out", str(tmp_path / "c.json")],
-                    models=(tiny(0), tiny(1), {"a-0": ("a", [1, 2, 3])}))
-    finally:
-        torch.set_num_threads(threads)
+    with torch_threads():
+        R = load_benchmark("multidraft_ceiling").main(
+            ["--quick", "--out", str(tmp_path / "c.json")],
+            models=(tiny_qwen(0), tiny_qwen(1), {"a-0": ("a", [1, 2, 3])}))
     for row in R["prompts"]:
         for m in R["ms"]:
             acc, ot = np.array(row["accept_m"][str(m)]), np.array(row["ceiling_m"][str(m)])

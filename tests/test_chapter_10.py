@@ -108,15 +108,9 @@ def test_chain_EN_is_chapter_4_formula_and_the_second_candidate_adds_a2():
 
 
 def test_benchmark_quick_mode_runs_on_tiny_models(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from tinymodels import load_benchmark, tiny_qwen, torch_threads
+    from tinymodels import run_quick
 
-    with torch_threads():
-        R = load_benchmark("multidraft_realmodel").main(
-            ["--quick", "--out", str(tmp_path / "m.json")],
-            models=(tiny_qwen(0), tiny_qwen(1),
-                    {"a-0": ("a", [1, 2, 3]), "b-0": ("b", [5, 1])}))
+    R = run_quick("multidraft_realmodel", tmp_path / "m.json")
     assert (tmp_path / "m.json").exists()
     for row in R["prompts"]:
         acc = np.array([row["accept_m"][str(m)] for m in R["ms"]])
@@ -142,14 +136,9 @@ def test_committed_result_file_is_consistent():
 
 
 def test_ceiling_benchmark_quick_mode_on_tiny_models_orders_recursive_ceiling_bound(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from tinymodels import load_benchmark, tiny_qwen, torch_threads
+    from tinymodels import run_quick
 
-    with torch_threads():
-        R = load_benchmark("multidraft_ceiling").main(
-            ["--quick", "--out", str(tmp_path / "c.json")],
-            models=(tiny_qwen(0), tiny_qwen(1), {"a-0": ("a", [1, 2, 3])}))
+    R = run_quick("multidraft_ceiling", tmp_path / "c.json", {"a-0": ("a", [1, 2, 3])})
     for row in R["prompts"]:
         for m in R["ms"]:
             acc, ot = np.array(row["accept_m"][str(m)]), np.array(row["ceiling_m"][str(m)])

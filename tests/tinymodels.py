@@ -55,3 +55,19 @@ def load_benchmark(name: str):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+#: two tiny prompts {id: (task, token ids)}, as the benchmarks' quick modes take them
+TINY_PROMPTS = {"a-0": ("a", [1, 2, 3]), "b-0": ("b", [5, 1])}
+
+
+def run_quick(name: str, out, prompts=TINY_PROMPTS):
+    """``benchmarks/<name>.py --quick --out <out>`` on tiny_qwen(0) (target) and
+    tiny_qwen(1) (draft) with ``prompts``, one torch thread; returns its record."""
+    import pytest
+
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    with torch_threads():
+        return load_benchmark(name).main(["--quick", "--out", str(out)],
+                                         models=(tiny_qwen(0), tiny_qwen(1), prompts))

@@ -182,9 +182,10 @@ def test_chapter_9_reading_of_the_committed_result_holds():
     assert len(set(task)) / comb(task.size, n_low) < 0.01
     # review R2 findings 4, 5, 7: the sign test counts only non-zero differences (one
     # prompt has exactly 0); the speed average quoted is the geometric mean, which the
-    # file's summary stores and the arithmetic mean exceeds; the gain is capped by
-    # k − E[ℓ] token-wise on every prompt
+    # file's summary stores. Review R4 B3: the cap gain <= k − E[ℓ] token-wise holds by
+    # construction; what the chapter claims is that it is far from binding (every
+    # prompt's gain uses under a fifth of its room), so room does not explain small gains
     assert int((meas == 0).sum()) >= 1
     speed_gm = float(np.exp(np.log(speed).mean()))
-    assert speed_gm == pytest.approx(S["speed_ratio_cpu"]) and speed.mean() > speed_gm
-    assert np.all(gain <= R["k"] - tw)
+    assert speed_gm == pytest.approx(S["speed_ratio_cpu"])
+    assert (gain / (R["k"] - tw)).max() < 0.2

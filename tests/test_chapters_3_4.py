@@ -487,16 +487,28 @@ def test_ch4_ex5_token_share_of_full_iterations_matches_a_long_simulation_and_ex
     assert abs(share - a ** k) > 20 * se
 
 
-def test_ch4_perfect_draft_kernel_is_the_target_chain_k_plus_1_steps_ahead():
+def test_ch4_perfect_draft_decode_emits_k_plus_1_and_start_states_follow_p_to_the_k_plus_1():
+    # R3 finding 6: run speculative decoding with q = p instead of writing out M = P,
+    # R = 0. Every iteration must emit k + 1 tokens, and the start states' transitions
+    # must match P^{k+1} row by row (Hoeffding + union bound: false alarm < 1e-5); the
+    # kernel one step short, P^k, must be rejected at this sample size
     target, _ = sm.toy.toy_pair(vocab_size=5, closeness=0.5, seed=2)
     P = target.transition
-    for k in (1, 2, 4):
-        M, R = np.minimum(P, P), np.maximum(P - P, 0.0)
-        T = sum(np.linalg.matrix_power(M, n) @ R for n in range(k)) + \
-            np.linalg.matrix_power(M, k) @ P
-        assert np.allclose(T, np.linalg.matrix_power(P, k + 1))
-        EN = sum(np.linalg.matrix_power(M, n) @ np.ones(5) for n in range(k + 1))
-        assert np.allclose(EN, k + 1)
+    for k in (1, 3):
+        res = sm.toy.speculative_decode(target, target, 30_000 * (k + 1), k,
+                                        np.random.default_rng(k), context=[0])
+        assert (np.asarray(res.tokens_per_iteration) == k + 1).all()
+        starts = np.concatenate([[0], np.asarray(res.tokens)[k::k + 1]])
+        cnt = np.zeros((5, 5))
+        np.add.at(cnt, (starts[:-1], starts[1:]), 1)
+        n_s = cnt.sum(axis=1)
+        t_s = np.sqrt(np.log((2 ** 5 - 2) * 5 / 1e-5) / (2 * n_s))
+
+        def tv_rows(K, cnt=cnt, n_s=n_s):
+            return 0.5 * np.abs(cnt / n_s[:, None] - K).sum(axis=1)
+
+        assert (tv_rows(np.linalg.matrix_power(P, k + 1)) < t_s).all()
+        assert (tv_rows(np.linalg.matrix_power(P, k)) > t_s).any()
 
 
 def test_ch4_ex4_draft_length_for_a_share_of_the_ceiling_grows_like_inverse_one_minus_alpha():

@@ -128,3 +128,42 @@ def test_a_malformed_box_is_not_silently_skipped():
         text = md.read_text()
         titles = text.count(":::{admonition} Symbols in this chapter")
         assert titles == len(boxes(md)), f"{md.name}: a symbol box is not in the format"
+
+
+def _math_spans(path: Path) -> list[str]:
+    """The $...$ and $$...$$ spans of a chapter's prose (code cells left out)."""
+    text = re.sub(r"```\{code-cell\}.*?```", "", path.read_text(), flags=re.S)
+    return re.findall(r"\$\$.*?\$\$|\$[^$\n]+\$", text, flags=re.S)
+
+
+EARLY = [p for p in SOURCES if p.name[:2] <= "07"]
+
+
+def test_chapters_0_7_write_a_probability_as_pr_never_as_a_bare_p():
+    # R3 finding 2: P is the parameter count; a probability of an event is \Pr
+    bare = [(p.name, s) for p in EARLY for s in _math_spans(p)
+            if re.search(r"(?<![\\A-Za-z_])P\(", s)]
+    assert not bare, bare
+
+
+def test_chapters_0_7_use_b_only_for_bytes_per_parameter_in_chapter_1():
+    # R3 finding 2: tokens are x, y (P(a, y) = p(y | a)); real numbers in identities u, v
+    uses = {p.name[:2] for p in EARLY for s in _math_spans(p)
+            if re.search(r"(?<![\\A-Za-z_{])b(?![A-Za-z])", s)}
+    assert uses <= {"00", "01"}, uses
+
+
+def test_the_preface_list_of_reused_letters_names_every_reuse_the_review_found():
+    # R3 finding 2: the list claims to be complete for chapters 0-7; every reuse found
+    # by review (and not renamed) must be in it
+    text = PREFACE.read_text()
+    para = text[text.index("A few letters are also reused"):]
+    para = para[:para.index("\n\n")]
+    for item in ["$M$", "$P_{\\text{always}}$", "$P_{\\text{agree}}$", "$P_A$", "$y$",
+                 "$w$", "$w_r$", "$r$", "$A$", "$A_j$", "subscript $i$", "$k_i$",
+                 "$\\alpha_i$", "$V(k)$", "$W_0$"]:
+        assert item in para, item
+    # the renamed ones stay renamed: ch2-ex1's token set is A, not S
+    ch2 = next(p for p in SOURCES if p.name.startswith("02_"))
+    assert not any(re.search(r"(?<![\\A-Za-z_])S(?![A-Za-z])", s) and "in S" in s
+                   for s in _math_spans(ch2))

@@ -19,12 +19,12 @@ DATA = {
 
 
 def _ex1():
-    # Rule 2 widened to the target's two most likely tokens S: keep a draft in S, else
-    # sample from p. Output q·1_S + (1 − q(S))·p; its TV distance to p.
+    # Rule 2 widened to the target's two most likely tokens A: keep a draft in A, else
+    # sample from p. Output q·1_A + (1 − q(A))·p; its TV distance to p.
     from ..distributions import tv_distance
     p, q = DATA["p"], DATA["q"]
-    in_s = np.isin(np.arange(p.size), np.argsort(p)[-2:])
-    out = q * in_s + (1.0 - q[in_s].sum()) * p
+    in_a = np.isin(np.arange(p.size), np.argsort(p)[-2:])
+    out = q * in_a + (1.0 - q[in_a].sum()) * p
     return float(tv_distance(out, p))
 
 
@@ -34,7 +34,7 @@ def _ex2():
 
 
 def _ex3():
-    # P(emitted token = drafted token), by exact enumeration over the drafted token x:
+    # Pr(emitted token = drafted token), by exact enumeration over the drafted token x:
     # accepted with min(1, p/q); after a rejection the residual is drawn, which could equal
     # x only if r(x) > 0 (it never is: a rejection needs q(x) > p(x), where r(x) = 0).
     from ..acceptance import residual_distribution

@@ -168,7 +168,7 @@ def test_oracle_replay_wastes_no_draft_and_beats_every_fixed_k():
 
 
 def test_oracle_costs_no_more_than_any_policy_iff_a_draft_costs_under_one_pass():
-    """Proposition ch11-prop-oracle-bound: with V(d) = 1 + v d and u = 1/c + v ≤ 1 the
+    """Proposition ch11-prop-oracle-bound: with V(d) = 1 + v d and 0 ≤ u = 1/c + v ≤ 1 the
     uncapped oracle costs no more than fixed k, the threshold rule or the heuristic on
     every string (exact arithmetic on replays, no tolerance beyond rounding); with u > 1
     it costs (L − I_o)(u − 1) more than plain decoding, so the hypothesis is needed."""
@@ -197,6 +197,38 @@ def test_oracle_costs_no_more_than_any_policy_iff_a_draft_costs_under_one_pass()
             assert co - others[0] == pytest.approx((L - len(o.N)) * (u - 1))
             assert co > others[0]
     assert n_lt > 100 and n_gt > 100
+
+
+def test_oracle_can_cost_more_than_fixed_k_when_a_draft_makes_verification_cheaper():
+    """Review R4 B1: the proposition also needs u ≥ 0. With c = 10 and v = −0.11
+    (u = −0.01, V(d) > 0 for d ≤ 9) the oracle costs 30 on 30 disagreements and a fixed
+    k = 8, which wastes every draft, costs 27.96; the chapter computes the same pair."""
+    c, v = 10.0, -0.11
+    V = 1 + v * np.arange(10)
+    assert (V > 0).all() and 1 / c + v < 0
+    a = np.zeros(30, dtype=int)
+    assert ad.replay_oracle(a).cost(c, V) == pytest.approx(30.0)
+    assert ad.replay_fixed(a, 8).cost(c, V) == pytest.approx(27.96)
+
+
+def test_oracle_iterations_match_an_independent_count_of_runs_with_end_of_text_cap():
+    """The proof's equality cost = L u + I_o (1 − u) uses I_o, the oracle's iterations;
+    counted here without specmath.adaptive (each iteration drafts the run of agreements,
+    cut at the end of the text), it equals the replay's on random strings."""
+    def count(a):
+        s = n = 0
+        while s < len(a):
+            r = 0
+            while s + r < len(a) - 1 and a[s + r]:
+                r += 1
+            s, n = s + r + 1, n + 1
+        return n
+
+    rng = np.random.default_rng(21)
+    for _ in range(300):
+        L = int(rng.integers(1, 80))
+        a = (rng.random(L) < rng.uniform(0.0, 1.0)).astype(int)
+        assert len(ad.replay_oracle(a).N) == count(a)
 
 
 def test_threshold_rule_extremes_are_plain_decoding_and_fixed_k():

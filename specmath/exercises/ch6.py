@@ -63,6 +63,6 @@ register("ch6-ex3", _ex3, hint=("Average the product of the acceptances along po
               "acceptances themselves."))
 register("ch6-ex4", _ex4, hint=("Average over the contexts at the end, not at the start: the two orders "
               "differ (Jensen)."))
-register("ch6-ex5", _ex5, hint=("E[N] adds up, over j = 0 … k, the chance that the first j drafts "
+register("ch6-ex5", _ex5, hint=("E[N] adds up, over j from 0 to k, the chance that the first j drafts "
               "are all accepted, and each accepted step is one more factor of M. Start "
               "from the all-ones vector and multiply by M in a loop of your own."))

@@ -120,18 +120,26 @@ def sandbox_command(scratch: Path, hide: list[Path], inner: list[str]) -> list[s
     cmd = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
            "--tmpfs", "/tmp", "--tmpfs", "/run"]
     home = Path.home()
-    needed = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), REPO]
+    masked = [Path("/tmp"), Path("/run")]   # replaced by empty folders, then home too
     hidden = []   # an empty, read-only folder in place of each of these
     if str(home) != "/" and home.is_dir():
         cmd += ["--tmpfs", str(home)]
         hidden.append(str(home))
-        for p in needed:
-            if p.is_relative_to(home):
-                cmd += ["--ro-bind", str(p), str(p)]
+        masked.append(home)
+    # the interpreter, its environment and the course's code stay visible (read-only)
+    # wherever they live, even inside a masked folder (a clone under /tmp, a venv in home)
+    rebound = []
+    for p in [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), REPO.resolve()]:
+        if any(p.is_relative_to(m) for m in masked) and p not in rebound:
+            cmd += ["--ro-bind", str(p), str(p)]
+            rebound.append(p)
     for p in hide:
-        if p.is_dir() and not p.resolve().is_relative_to("/tmp"):
-            cmd += ["--tmpfs", str(p.resolve())]
-            hidden.append(str(p.resolve()))
+        p = p.resolve()
+        visible = (not any(p.is_relative_to(m) for m in masked)
+                   or any(p.is_relative_to(r) for r in rebound))
+        if p.is_dir() and visible:
+            cmd += ["--tmpfs", str(p)]
+            hidden.append(str(p))
     for p in hidden:
         cmd += ["--remount-ro", p]
     cmd += ["--bind", str(scratch), SANDBOX_DIR, "--chdir", SANDBOX_DIR,

@@ -225,6 +225,22 @@ def test_sandbox_lets_code_write_only_its_scratch_folder(tmp_path):
     assert r["net"] != "up" and r["subs_visible"] is False
 
 
+def test_sandbox_keeps_a_clone_under_tmp_visible_and_still_hides_its_assignments(
+        tmp_path, monkeypatch):
+    # CI may clone the course under /tmp, which the sandbox replaces by an empty folder:
+    # the clone must be bound back (read-only), and folders to hide inside it hidden again
+    clone = tmp_path / "clone"
+    built = clone / "_build" / "assignments"
+    built.mkdir(parents=True)
+    monkeypatch.setattr(grade, "REPO", clone)
+    monkeypatch.setattr(grade.shutil, "which", lambda name: "/usr/bin/bwrap")
+    cmd = grade.sandbox_command(tmp_path / "scratch", [built], ["python"])
+    i = cmd.index(str(clone.resolve()))
+    assert cmd[i - 1] == "--ro-bind"
+    j = cmd.index("--tmpfs", i)
+    assert cmd[j + 1] == str(built.resolve()) and "--remount-ro" in cmd[j:]
+
+
 @needs_bwrap
 def test_sandbox_memory_limit_stops_a_large_allocation(tmp_path):
     hog = "b = bytearray(2 * 2**30)\nprint('allocated')"

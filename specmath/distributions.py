@@ -112,7 +112,7 @@ def entropy(p, base: float = 2.0):
 def top1_agreement(p, q):
     """1 if the argmax tokens of p and q agree, else 0 (ties: lowest index), broadcasting.
 
-    The limit of the acceptance rate α as temperature → 0 for both models (chapter 6).
+    The limit of the acceptance probability α as temperature → 0 for both models (chapter 6).
     """
     p = as_distribution(p, "p")
     q = as_distribution(q, "q")

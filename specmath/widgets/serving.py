@@ -95,7 +95,7 @@ def batch_live(target, draft, alpha: float = 0.8, k: int = 5, context: int = 0,
                  {"data": {"values": [{}]}, "mark": {"type": "rule", "color": "black"},
                   "encoding": {"y": {"datum": 1, "type": "quantitative"}}},
              ]}
-    params = [slider("alpha", alpha, 0.3, 0.98, 0.01, "α (acceptance rate)"),
+    params = [slider("alpha", alpha, 0.3, 0.98, 0.01, "α (acceptance probability)"),
               slider("k", int(k), 1, 12, 1, "k (draft length)"),
               slider("context", int(context), 0, 65536, 1024, "context (tokens)"),
               select("gpu", gpu, list(hws), "GPU")]

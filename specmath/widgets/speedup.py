@@ -30,7 +30,7 @@ def speedup_figure(alpha: float = 0.8, k: int = 5, c: float = 10.0, k_max: int =
         right.axvline(1.0 / c, color=PALETTE["dark"], ls=":", lw=1.2, label="α = 1/c")
     right.plot([alpha], [speedup(alpha, k, c)], marker="s", ms=9, mfc="none",
                color=PALETTE["dark"], ls="none")
-    right.set_xlabel("acceptance rate α")
+    right.set_xlabel("acceptance probability α")
     right.set_ylabel("speedup S")
     right.legend(fontsize=8, loc="upper left")
     kb = int(optimal_k(alpha, c, k_max=k_max))
@@ -102,7 +102,7 @@ def speedup_live(alpha: float = 0.8, k: int = 5, c: float = 10.0, k_max: int = 1
                                       {"field": "S", "format": ".3f"}]}},
             one,
         ]}
-    x_a = {"field": "a", "type": "quantitative", "title": "acceptance rate α",
+    x_a = {"field": "a", "type": "quantitative", "title": "acceptance probability α",
            "scale": {"domain": [0, 1]}}
     right = {
         "width": W, "height": H,
@@ -136,9 +136,9 @@ def speedup_live(alpha: float = 0.8, k: int = 5, c: float = 10.0, k_max: int = 1
              "encoding": {"x": x_a, "y": y_S}},
             one,
         ]}
-    params = [slider("alpha", alpha, 0.0, 0.99, 0.01, "α (acceptance rate)"),
+    params = [slider("alpha", alpha, 0.0, 0.99, 0.01, "α (acceptance probability)"),
               slider("k", k, 0, k_max, 1, "k (draft length)"),
               slider("c", c, 1.0, 100.0, 0.5, "c (draft speed ratio)")]
     return top_level(params, [left, right],
                      "Speedup explorer: speedup S against draft length k (your k a square, the "
-                     "best k a star) and against the acceptance rate α (dotted line α = 1/c).")
+                     "best k a star) and against the acceptance probability α (dotted line α = 1/c).")

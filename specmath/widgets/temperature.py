@@ -125,7 +125,7 @@ def temperature_live(T: float = 1.0, top: int = 15, noise: float = 1.0, seed: in
         {"aggregate": [{"op": "sum", "field": "m", "as": "alpha"}], "groupby": ["T"]}]
     xt = {"field": "T", "type": "quantitative", "scale": {"type": "log", "domain": [0.01, 100]},
           "title": "temperature T (log scale)"}
-    yt = {"type": "quantitative", "title": "acceptance rate α(T)",
+    yt = {"type": "quantitative", "title": "acceptance probability α(T)",
           "scale": {"domain": [-0.02, 1.02]}}
     agree = base + [{"joinaggregate": [{"op": "max", "field": "zp", "as": "pmax"},
                                        {"op": "max", "field": "zq", "as": "qmax"}]},
@@ -154,4 +154,4 @@ def temperature_live(T: float = 1.0, top: int = 15, noise: float = 1.0, seed: in
               slider("seed", int(seed), 0, seeds - 1, 1, "draft seed")]
     return top_level(params, [left, right],
                      "Temperature explorer: target and draft probabilities at temperature T "
-                     "with their overlap, and the acceptance rate α against T.")
+                     "with their overlap, and the acceptance probability α against T.")

@@ -83,7 +83,7 @@ def tokens_live(alpha: float = 0.8, k: int = 5, n_iterations: int = 2000, seed: 
              "encoding": {"x": x, "color": {"datum": "simulated mean"}}},
         ]}
     params = [slider("alpha", round(round(alpha / 0.05) * 0.05, 10), 0.0, 1.0, 0.05,
-                     "α (acceptance rate)"),
+                     "α (acceptance probability)"),
               slider("k", int(k), 0, k_max, 1, "k (draft length)")]
     return top_level(params, [panel],
                      f"Tokens per iteration explorer: the exact law of N with E[N], and a seeded "

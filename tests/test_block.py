@@ -13,7 +13,7 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy import stats as sps
+from gtestpower import power_of_gtest
 
 import specmath as sm
 from specmath import stats, toy
@@ -276,17 +276,6 @@ def test_block_is_optimal_among_all_valid_verifiers_by_linear_programming(pair, 
 
 # ---- statistical exactness of block_step ------------------------------------------------------
 
-def power_of_gtest(p0: np.ndarray, p1: np.ndarray, n: int) -> float:
-    """Power of the G-test of H0: p0 at LEVEL when the data follow p1 (non-central χ²
-    approximation with the smaller of the noncentralities 2n·KL and n·χ²)."""
-    m = p0 > 0
-    kl = float(np.sum(np.where(m & (p1 > 0), p1 * np.log(np.where(m & (p1 > 0), p1, 1)
-                                                          / np.where(m, p0, 1)), 0.0)))
-    chi = float(np.sum(np.where(m, (p1 - p0) ** 2 / np.where(m, p0, 1), 0.0)))
-    dof = int(m.sum()) - 1
-    return float(sps.ncx2.sf(sps.chi2.isf(LEVEL, dof), dof, min(2 * n * kl, n * chi)))
-
-
 def sample_first_tokens(step, target, draft, k: int, n: int, rng) -> np.ndarray:
     """Counts over V^(k+1) of the first k+1 tokens: one verification round by ``step``,
     then the target's own sampling up to k+1 tokens."""
@@ -313,7 +302,7 @@ def test_block_step_sampling_follows_the_target_and_the_test_has_power():
     target, draft = iid(P_BIAS), iid(Q_BIAS)
     law = sm.sequence_distribution(target, 3)
     biased = sm.block_output_distribution(target, draft, 2, rule="block-wrong-residual")
-    power = power_of_gtest(law.ravel(), biased.ravel(), N_STAT)
+    power = power_of_gtest(law.ravel(), biased.ravel(), N_STAT, LEVEL)
     assert power >= MIN_POWER, power
     counts = sample_first_tokens(sm.block_step, target, draft, 2, N_STAT,
                                  np.random.default_rng(2024))
@@ -342,7 +331,7 @@ def test_block_step_on_a_context_dependent_toy_and_its_accepted_lengths():
     taus = np.zeros(k + 1, dtype=np.int64)
     law = sm.sequence_distribution(target, k + 1)
     from_p = sm.block_output_distribution(target, draft, k, rule="block-resample-from-p")
-    power = power_of_gtest(law.ravel(), from_p.ravel(), n)
+    power = power_of_gtest(law.ravel(), from_p.ravel(), n, LEVEL)
     assert power >= MIN_POWER, power
 
     def step(p, q, x, rng):

@@ -13,7 +13,7 @@ import itertools
 
 import numpy as np
 import pytest
-from scipy import stats as sps
+from gtestpower import power_of_gtest
 
 import specmath as sm
 from specmath import multidraft as md
@@ -34,16 +34,6 @@ TREES = {
 def iid(d) -> toy.MarkovLM:
     d = np.asarray(d, dtype=float)
     return toy.MarkovLM(np.tile(d, (d.size, 1)), d)
-
-
-def power_of_gtest(p0, p1, n):
-    """Power of the G-test of H0: p0 at LEVEL when the data follow p1 (non-central χ²)."""
-    m = p0 > 0
-    kl = float(np.sum(np.where(m & (p1 > 0), p1 * np.log(np.where(m & (p1 > 0), p1, 1)
-                                                          / np.where(m, p0, 1)), 0.0)))
-    chi = float(np.sum(np.where(m, (p1 - p0) ** 2 / np.where(m, p0, 1), 0.0)))
-    dof = int(m.sum()) - 1
-    return float(sps.ncx2.sf(sps.chi2.isf(LEVEL, dof), dof, min(2 * n * kl, n * chi)))
 
 
 # ---- structure -----------------------------------------------------------------------------
@@ -184,7 +174,7 @@ def test_tree_step_on_a_markov_toy_follows_the_target_and_the_test_has_power():
     par = TREES["lopsided"]
     p0, q0 = target.next_distribution([]), draft.next_distribution([])
     biased_first = md.multidraft_output_distribution(p0, q0, 2, rule="fixed-target")
-    assert power_of_gtest(p0, biased_first, N_STAT) >= MIN_POWER
+    assert power_of_gtest(p0, biased_first, N_STAT, LEVEL) >= MIN_POWER
     counts, taus = sample_tree(tr.tree_step, target, draft, par, N_STAT,
                                np.random.default_rng(11))
     law = sm.sequence_distribution(target, counts.ndim).ravel()

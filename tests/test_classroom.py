@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import csv
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from scriptload import load_script
 
 from specmath import classroom, exercises
 
@@ -35,11 +35,7 @@ KEYS5 = [f"ch5-ex{i}" for i in range(1, 6)]
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(name, register=True)
 
 
 grade = _load("grade")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from scriptload import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
@@ -69,12 +70,7 @@ def _without_colab_title(cell) -> str:
 def _filled(source: str) -> str:
     """A chapter's code cell as its reader notebook carries it: the install cell's repository
     placeholders filled in from ``_config.yml`` (``scripts/sphinx_specmath_repository.py``)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "sphinx_specmath_repository", REPO / "scripts" / "sphinx_specmath_repository.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("sphinx_specmath_repository")
     return mod.fill(source, *mod.read_repository(REPO))
 
 
@@ -129,13 +125,7 @@ def test_no_chapter_wraps_an_equation_reference_in_parentheses(name):
 
 
 def _translator():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "sphinx_specmath_notebooks", REPO / "scripts" / "sphinx_specmath_notebooks.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("sphinx_specmath_notebooks")
 
 
 def test_live_values_are_marked_once_per_sentence_at_its_end():

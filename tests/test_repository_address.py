@@ -9,23 +9,19 @@ install cells with a fork's address.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
+from scriptload import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _repo_module():
-    spec = importlib.util.spec_from_file_location(
-        "sphinx_specmath_repository", ROOT / "scripts" / "sphinx_specmath_repository.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("sphinx_specmath_repository")
 
 
 REPO = _repo_module()

@@ -10,12 +10,12 @@ notebook still runs, in a fresh kernel, up to its first exercise.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from scriptload import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
@@ -26,11 +26,7 @@ CHAPTER_PARAMS = [p.name for p in CHAPTERS] or [
 
 
 def _load_maker():
-    spec = importlib.util.spec_from_file_location("make_student",
-                                                  REPO / "scripts" / "make_student.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("make_student")
 
 
 @pytest.fixture(scope="module")

@@ -17,13 +17,13 @@ pair, so it needs ``make models``; it is the slowest notebook (about two minutes
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from scriptload import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 READER = Path(os.environ.get("SPECMATH_READER_DIR", REPO / "notebooks"))
@@ -34,11 +34,7 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _maker():
-    spec = importlib.util.spec_from_file_location("make_student",
-                                                  REPO / "scripts" / "make_student.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("make_student")
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,11 @@ and exercises is typeset and that each exercise shows the values the site shows.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import nbformat
 import pytest
+from scriptload import load_script
 from sitekit import REPO, html_ids, offline_page
 
 BUILT = REPO / "_build" / "jupyter" / "book"
@@ -25,11 +25,7 @@ pytestmark = pytest.mark.site
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("reader_notebooks",
-                                                  REPO / "scripts" / "reader_notebooks.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("reader_notebooks")
 
 
 @pytest.fixture(scope="module")

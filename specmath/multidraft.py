@@ -258,6 +258,18 @@ def multidraft_ot_ceiling_cut(p, q, m) -> float:
     return float(np.min(1 - pS + 1 - (1 - qS) ** m))
 
 
+def _per_row(fn, p, q, m):
+    """``fn(p_row, q_row, m)`` for every row when p and q are stacked as (n, V), as an
+    array of shape (n,); None when they are single distributions."""
+    p_arr, q_arr = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    if p_arr.ndim != 2:
+        return None
+    if q_arr.shape != p_arr.shape:
+        raise ValueError(f"p and q must have the same shape; got {p_arr.shape} and "
+                         f"{q_arr.shape}")
+    return np.array([fn(pr, qr, m) for pr, qr in zip(p_arr, q_arr, strict=True)])
+
+
 def multidraft_ot_ceiling_sorted(p, q, m) -> float:
     """The ceiling OT_m(p, q) in O(V log V): the subset minimum over ratio prefixes (ch. 10).
 
@@ -269,13 +281,9 @@ def multidraft_ot_ceiling_sorted(p, q, m) -> float:
     cannot. Rows may also be stacked as (n, V); the result then has shape (n,).
     """
     m = as_int(m, "m", minimum=1)
-    p_arr, q_arr = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
-    if p_arr.ndim == 2:
-        if q_arr.shape != p_arr.shape:
-            raise ValueError(f"p and q must have the same shape; got {p_arr.shape} and "
-                             f"{q_arr.shape}")
-        return np.array([multidraft_ot_ceiling_sorted(pr, qr, m)
-                         for pr, qr in zip(p_arr, q_arr, strict=True)])
+    rows = _per_row(multidraft_ot_ceiling_sorted, p, q, m)
+    if rows is not None:
+        return rows
     p, q = _check_pq(p, q)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(q > 0, p / np.where(q > 0, q, 1.0), np.where(p > 0, np.inf, 0.0))
@@ -296,13 +304,9 @@ def topk_keep_probability(p, q, m):
     Ties in q are broken by the lower token index. Rows may be stacked as (n, V).
     """
     m = as_int(m, "m", minimum=1)
-    p_arr, q_arr = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
-    if p_arr.ndim == 2:
-        if q_arr.shape != p_arr.shape:
-            raise ValueError(f"p and q must have the same shape; got {p_arr.shape} and "
-                             f"{q_arr.shape}")
-        return np.array([topk_keep_probability(pr, qr, m)
-                         for pr, qr in zip(p_arr, q_arr, strict=True)])
+    rows = _per_row(topk_keep_probability, p, q, m)
+    if rows is not None:
+        return rows
     p, q = _check_pq(p, q)
     if m > p.size:
         raise ValueError(f"m must be at most V = {p.size}; got {m}")

@@ -356,22 +356,7 @@ def visit(site, base_url, browser, screenshots_dir):
         rep = PageReport(page=page, url=base_url + page)
         with offline_page(browser, base_url) as (pg, guard, errors):
             pg.goto(rep.url, wait_until="load")
-            # math: wait for MathJax to finish typesetting, where the page loads it
-            if pg.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
-                pg.wait_for_function("() => window.MathJax && MathJax.startup "
-                                     "&& MathJax.startup.promise")
-                pg.evaluate("() => MathJax.startup.promise.then(() => true)")
-            # widgets: wait for the saved widget state to be rendered
-            if pg.evaluate("() => !!document.querySelector("
-                           "'script[type=\"application/vnd.jupyter.widget-view+json\"]')"):
-                pg.wait_for_function("() => document.querySelectorAll('.jupyter-widgets, "
-                                     ".widget-box, .widget-slider').length > 0")
-            # images: load the lazy ones too
-            pg.evaluate("() => document.querySelectorAll('img').forEach(i => i.loading = 'eager')")
-            with contextlib.suppress(Exception):
-                pg.wait_for_function("() => [...document.images].every(i => i.complete)",
-                                     timeout=10_000)
-            pg.wait_for_timeout(150)
+            settle(pg)  # MathJax typeset, saved widgets drawn, images (lazy ones too) loaded
             rep.facts = pg.evaluate(_COLLECT_JS)
             rep.solutions_before = pg.evaluate(_SOLUTIONS_JS)
             rep.screenshot = _screenshot_path(site, page)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._validate import as_int
-from .toy import MarkovLM
+from .toy import MarkovLM, _check_pair
 
 __all__ = ["IterationChain", "iteration_chain", "expected_tokens_markov", "stationary_law"]
 
@@ -77,11 +77,7 @@ def stationary_law(transition) -> np.ndarray:
 
 def iteration_chain(target: MarkovLM, draft: MarkovLM, k: int) -> IterationChain:
     """Build the iteration-level chain for draft length ``k`` (ch. 4, section whole decode)."""
-    if not isinstance(target, MarkovLM) or not isinstance(draft, MarkovLM):
-        raise ValueError("target and draft must be specmath.toy.MarkovLM models")
-    if target.vocab_size != draft.vocab_size:
-        raise ValueError(f"target and draft must share a vocabulary; got {target.vocab_size} and "
-                         f"{draft.vocab_size} tokens")
+    _check_pair(target, draft)
     kk = as_int(k, "k")
     p, q = target.transition, draft.transition
     M = np.minimum(p, q)

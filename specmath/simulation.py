@@ -88,13 +88,9 @@ def adaptive_decode(target, draft, n_tokens: int, k_max: int, threshold: float, 
     (context excluded) and N for each iteration.
     """
     from .acceptance import speculative_step
-    from .toy import MarkovLM
+    from .toy import _check_pair
 
-    if not isinstance(target, MarkovLM) or not isinstance(draft, MarkovLM):
-        raise ValueError("target and draft must be specmath.toy.MarkovLM models")
-    if target.vocab_size != draft.vocab_size:
-        raise ValueError(f"target and draft must share a vocabulary; got {target.vocab_size} "
-                         f"and {draft.vocab_size} tokens")
+    _check_pair(target, draft)
     n = as_int(n_tokens, "n_tokens")
     km = as_int(k_max, "k_max")
     th = float(as_probability(threshold, "threshold"))

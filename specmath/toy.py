@@ -165,6 +165,17 @@ class DecodeResult:
         return float(np.sum(self.accepted_per_iteration) / drafted) if drafted else 0.0
 
 
+def _check_pair(target, draft) -> None:
+    """Raise ``ValueError`` unless target and draft are MarkovLM models over one vocabulary
+    (the models of chapters 2 and 4; used by :mod:`specmath.markov_tokens` and
+    :mod:`specmath.simulation`)."""
+    if not isinstance(target, MarkovLM) or not isinstance(draft, MarkovLM):
+        raise ValueError("target and draft must be specmath.toy.MarkovLM models")
+    if target.vocab_size != draft.vocab_size:
+        raise ValueError(f"target and draft must share a vocabulary; got {target.vocab_size} "
+                         f"and {draft.vocab_size} tokens")
+
+
 def _tail(seq: list, extra: list, window: int) -> list:
     """The last ``window`` tokens of ``seq + extra`` without copying all of ``seq``."""
     if len(extra) >= window:

@@ -91,6 +91,18 @@ def speedup_with_verification_cost(alpha, k, c, verify_cost):
     return scalar_or_array(_expected_tokens(a, kk) / (kk / cc + v))
 
 
+def _finite_nonnegative(x, name: str, meaning: str) -> np.ndarray:
+    """``x`` as a float array of finite entries ≥ 0; the error names ``name`` and what it
+    measures (``meaning``)."""
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a finite number ≥ 0; got {x!r}") from err
+    if np.isnan(a).any() or (a < 0).any() or np.isinf(a).any():
+        raise ValueError(f"{name} must be a finite number ≥ 0 ({meaning})")
+    return a
+
+
 def leviathan_walltime_improvement(alpha, gamma, c_leviathan):
     """Leviathan et al.'s Theorem 3.8: (1 − α^(γ+1)) / ((1 − α)(γ c_L + 1)).
 
@@ -99,12 +111,7 @@ def leviathan_walltime_improvement(alpha, gamma, c_leviathan):
     """
     a = as_probability(alpha, "alpha")
     g = as_count(gamma, "gamma")
-    try:
-        cl = np.asarray(c_leviathan, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"c_leviathan must be a finite number ≥ 0; got {c_leviathan!r}") from err
-    if np.isnan(cl).any() or (cl < 0).any() or np.isinf(cl).any():
-        raise ValueError("c_leviathan must be a finite number ≥ 0 (draft time ÷ target time)")
+    cl = _finite_nonnegative(c_leviathan, "c_leviathan", "draft time ÷ target time")
     return scalar_or_array(_expected_tokens(a, g) / (g * cl + 1.0))
 
 
@@ -120,13 +127,8 @@ def operations_factor(alpha, k, c_hat=0.0):
     """
     a = as_probability(alpha, "alpha")
     kk = as_count(k, "k")
-    try:
-        ch = np.asarray(c_hat, dtype=float)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"c_hat must be a finite number ≥ 0; got {c_hat!r}") from err
-    if np.isnan(ch).any() or (ch < 0).any() or np.isinf(ch).any():
-        raise ValueError("c_hat must be a finite number ≥ 0 (draft operations per token ÷ "
-                         "target operations per token)")
+    ch = _finite_nonnegative(c_hat, "c_hat",
+                             "draft operations per token ÷ target operations per token")
     return scalar_or_array((kk + 1.0 + kk * ch) / _expected_tokens(a, kk))
 
 

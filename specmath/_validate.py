@@ -7,6 +7,7 @@ rule it breaks, so a reader sweeping a grid never gets a silent NaN.
 from __future__ import annotations
 
 import numbers
+from pathlib import Path
 
 import numpy as np
 
@@ -307,3 +308,17 @@ def as_nonnegative_float(x, name: str) -> float:
     if not np.isfinite(v) or v < 0:
         raise ValueError(f"{name} must be a finite number ≥ 0; got {x!r}")
     return v
+
+
+def as_existing_file(path, what: str = "file"):
+    """``None`` for ``None`` (the caller then reads its recorded default), else ``path`` as
+    an existing file's ``pathlib.Path``; ``what`` names the file in the error."""
+    if path is None:
+        return None
+    if not isinstance(path, str | Path):
+        raise ValueError(f"path must be a str or pathlib.Path (or None); got "
+                         f"{type(path).__name__}")
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"path must name an existing {what}; {str(p)!r} does not exist")
+    return p

@@ -12,12 +12,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from . import costmodel as cm
-from ._validate import as_count, as_generator, as_int, as_positive, as_probability, scalar_or_array
+from ._validate import (
+    as_count,
+    as_existing_file,
+    as_generator,
+    as_int,
+    as_positive,
+    as_probability,
+    scalar_or_array,
+)
 from .notebook import load_result
 from .speedup import _expected_tokens
 
@@ -233,16 +240,8 @@ def load_batch_cost(path=None) -> dict:
     (:func:`specmath.notebook.load_result`, read locally; ``FileNotFoundError`` naming the
     file when it is absent).
     """
-    if path is not None and not isinstance(path, str | Path):
-        raise ValueError(f"path must be a str or pathlib.Path (or None); got "
-                         f"{type(path).__name__}")
-    if path is None:
-        R = load_result("batch_cpu.json")
-    else:
-        p = Path(path)
-        if not p.is_file():
-            raise ValueError(f"path must name an existing file; {str(p)!r} does not exist")
-        R = json.loads(p.read_text())
+    p = as_existing_file(path)
+    R = load_result("batch_cpu.json") if p is None else json.loads(p.read_text())
     if not isinstance(R, dict) or "measurements" not in R or "derived" not in R:
         raise ValueError("path must hold a batch_cost result (with 'measurements' and "
                          "'derived')")

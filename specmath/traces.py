@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import as_count, as_generator, as_int, as_probability
+from ._validate import as_count, as_existing_file, as_generator, as_int, as_probability
 from .notebook import load_result, result_path
 
 __all__ = ["load_traces", "traces_path", "select", "greedy_iterations",
@@ -49,17 +49,8 @@ def load_traces(path=None, *, download: bool = True) -> dict:
         Ignored, kept so that older notebooks and scripts still run: the recorded traces
         ship with the package and are never downloaded.
     """
-    if path is not None and not isinstance(path, str | Path):
-        raise ValueError(f"path must be a str or pathlib.Path (or None); got "
-                         f"{type(path).__name__}")
-    if path is None:
-        R = load_result("traces_cpu.json")
-    else:
-        p = Path(path)
-        if not p.is_file():
-            raise ValueError(f"path must name an existing traces file; {str(p)!r} does not "
-                             f"exist")
-        R = json.loads(p.read_text())
+    p = as_existing_file(path, "traces file")
+    R = load_result("traces_cpu.json") if p is None else json.loads(p.read_text())
     if not isinstance(R, dict) or "prompts" not in R:
         raise ValueError("path must hold a traces file (a JSON object with a 'prompts' list)")
     for rec in R["prompts"]:

@@ -136,6 +136,14 @@ def _costs():
     return R, C, sizes, tT, mm
 
 
+def _sweep_replay_costs(C, sizes, tT):
+    """The recorded costs the k-sweep replay uses: V(k) (median block ÷ one-row pass for
+    k = 0 … len(sizes) − 1), the draft's one- and two-token times, and c."""
+    V = np.array([float(np.median(tT[k + 1] / tT[1])) for k in range(len(sizes))])
+    tD1, tD2 = np.array(C["draft"]["1"]), np.array(C["draft"]["2"])
+    return V, tD1, tD2, float(np.median(tT[1] / tD1))
+
+
 @pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded CPU benchmark")
 def test_k_plus_1_is_no_law_some_cpu_time_blocks_cost_more_than_two_one_row_passes():
     # issue 16 N1: [1, k + 1] is what an efficient kernel achieves, not a law. In CPU time,
@@ -329,9 +337,7 @@ def test_sweep_replay_without_prefill_and_catch_up_misses_timed_runs_by_more_tha
     # the catch-up keeps the code / open-text split
     from specmath import traces
     R, C, sizes, tT, _ = _costs()
-    V = np.array([float(np.median(tT[k + 1] / tT[1])) for k in range(len(sizes))])
-    tD1, tD2 = np.array(C["draft"]["1"]), np.array(C["draft"]["2"])
-    c = float(np.median(tT[1] / tD1))
+    V, tD1, tD2, c = _sweep_replay_costs(C, sizes, tT)
     t_med = np.array([float(np.median(tT[m])) for m in sizes])
     greedy = traces.select(traces.load_traces(), text_temperature=0)
     SW = R["sweep"]
@@ -373,9 +379,7 @@ def test_pricing_the_catch_up_makes_the_sweep_replay_miss_the_timed_runs_by_more
     # with the catch-up priced misses the timed runs by more (median and worst)
     from specmath import traces
     R, C, sizes, tT, _ = _costs()
-    V = np.array([float(np.median(tT[k + 1] / tT[1])) for k in range(len(sizes))])
-    tD1, tD2 = np.array(C["draft"]["1"]), np.array(C["draft"]["2"])
-    c = float(np.median(tT[1] / tD1))
+    V, tD1, tD2, c = _sweep_replay_costs(C, sizes, tT)
     d2 = float(np.median(tD2 / tD1))
     greedy = traces.select(traces.load_traces(), text_temperature=0)
     SW = R["sweep"]

@@ -20,3 +20,11 @@ def load_script(name: str, folder: str = "scripts", *, register: bool = False) -
         sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def student_edition(tmp_path_factory, reader: Path) -> Path:
+    """The student edition of the reader notebooks in ``reader``, built by
+    ``scripts/make_student.py`` into a fresh temporary folder (the student tests' fixture)."""
+    out = tmp_path_factory.mktemp("student")
+    load_script("make_student").make_student(reader, out)
+    return out

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from scriptload import load_script
+from scriptload import student_edition
 
 REPO = Path(__file__).resolve().parents[1]
 BOOK = REPO / "book"
@@ -25,15 +25,9 @@ CHAPTER_PARAMS = [p.name for p in CHAPTERS] or [
     pytest.param("-", marks=pytest.mark.skip(reason="no chapter notebooks yet"))]
 
 
-def _load_maker():
-    return load_script("make_student")
-
-
 @pytest.fixture(scope="module")
 def student_dir(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("student")
-    _load_maker().make_student(READER, out)
-    return out
+    return student_edition(tmp_path_factory, READER)
 
 
 def _solution_parts(nb) -> tuple[list[str], list[str], str]:

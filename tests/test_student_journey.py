@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from scriptload import load_script
+from scriptload import load_script, student_edition
 
 REPO = Path(__file__).resolve().parents[1]
 READER = Path(os.environ.get("SPECMATH_READER_DIR", REPO / "notebooks"))
@@ -39,9 +39,7 @@ def _maker():
 
 @pytest.fixture(scope="module")
 def student_dir(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("student")
-    _maker().make_student(READER, out)
-    return out
+    return student_edition(tmp_path_factory, READER)
 
 
 def answer_cell(key: str, arg: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import pitfalls
 from ._validate import (
     as_count,
     as_distribution,
@@ -129,16 +130,8 @@ def mismatched_output_distribution(p, q_sampled, q_ratio) -> np.ndarray:
     p, qs = _pair(p, q_sampled, "p", "q_sampled")
     qr = as_distribution(q_ratio, "q_ratio")
     same_shape(p, qr, "p", "q_ratio")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(qr > 0, np.minimum(1.0, p / np.where(qr > 0, qr, 1.0)),
-                         (p > 0).astype(float))
-    acc = qs * ratio
-    beta = acc.sum(axis=-1, keepdims=True)
-    r = np.maximum(p - qr, 0.0)
-    mass = r.sum(axis=-1, keepdims=True)
-    ok = mass > RESIDUAL_MASS_EPS
-    resid = np.where(ok, r / np.where(ok, mass, 1.0), p)
-    return acc + (1.0 - beta) * resid
+    # chapter 2's law of the same mistake, its arguments in the order (p, q_used, q_sampled)
+    return pitfalls.mismatched_output_distribution(p, qr, qs)
 
 
 def two_token_joint(p1, q1, p2_verify, p2_next) -> np.ndarray:

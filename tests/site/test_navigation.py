@@ -59,17 +59,24 @@ def _visible(pg, selector: str):
     return pg.locator(f"{selector} >> visible=true")
 
 
+def _tap_on_phone(pg, url: str, toggle: str, dialog_id: str, name: str, shows: str) -> None:
+    """Load ``url`` on the phone page ``pg``, check that exactly one ``toggle`` button
+    (``name``) is visible, tap it and check that it opens the dialog (``shows``)."""
+    pg.goto(url, wait_until="load")
+    settle(pg)
+    toggles = _visible(pg, toggle)
+    assert toggles.count() == 1, f"{toggles.count()} visible {name} buttons on a phone"
+    toggles.first.tap()
+    assert _opens(pg, dialog_id), f"tapping {name} does not open {shows}"
+
+
 # ---- phone ---------------------------------------------------------------------------------
 
 def test_phone_menu_opens_and_a_tap_follows_the_next_chapter(base_url, browser):
     page, nxt = _chapter_and_next()
     with offline_page(browser, base_url, viewport=PHONE, mobile=True) as (pg, _g, errors):
-        pg.goto(base_url + page, wait_until="load")
-        settle(pg)
-        toggles = _visible(pg, ".primary-toggle")
-        assert toggles.count() == 1, f"{toggles.count()} visible ☰ buttons on a phone"
-        toggles.first.tap()
-        assert _opens(pg, "pst-primary-sidebar-modal"), "tapping ☰ does not open the menu"
+        _tap_on_phone(pg, base_url + page, ".primary-toggle", "pst-primary-sidebar-modal",
+                      "☰", "the menu")
         link = pg.locator(f"#pst-primary-sidebar-modal a[href$='{nxt.rsplit('/', 1)[-1]}']")
         assert link.count() >= 1, f"the chapter list does not link {nxt}"
         link.first.tap()
@@ -86,13 +93,8 @@ def test_phone_menu_opens_and_a_tap_follows_the_next_chapter(base_url, browser):
 def test_phone_on_this_page_opens_the_contents_of_the_page(base_url, browser):
     page, _ = _chapter_and_next()
     with offline_page(browser, base_url, viewport=PHONE, mobile=True) as (pg, _g, errors):
-        pg.goto(base_url + page, wait_until="load")
-        settle(pg)
-        toggles = _visible(pg, ".secondary-toggle")
-        assert toggles.count() == 1, f"{toggles.count()} visible 'On this page' buttons"
-        toggles.first.tap()
-        assert _opens(pg, "pst-secondary-sidebar-modal"), (
-            "tapping 'On this page' does not open the page's contents")
+        _tap_on_phone(pg, base_url + page, ".secondary-toggle", "pst-secondary-sidebar-modal",
+                      "'On this page'", "the page's contents")
         entries = _visible(pg, "#pst-secondary-sidebar-modal nav a[href^='#']")
         assert entries.count() >= 3, "the page's contents are not shown"
         assert errors == [], errors

@@ -90,3 +90,39 @@ def test_specmath_runs_under_the_oldest_declared_versions(tmp_path):
     assert r.returncode == 0 and "ALL OK" in r.stdout, tail
     # the smoke run really moved the controls of the chapters' explorers
     assert "controls moved: " in r.stdout and r.stdout.split("controls moved: ")[1].strip()
+
+
+def llm_transformers_floor() -> str:
+    """The lowest transformers the ``[llm]`` extra declares (``transformers>=X,<6``)."""
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    for req in deps["project"]["optional-dependencies"]["llm"]:
+        m = re.fullmatch(r"\s*transformers\s*>=\s*([0-9][0-9.]*)\s*,.*", req)
+        if m:
+            return m.group(1)
+    raise AssertionError("the [llm] extra must declare 'transformers>=version,<next'")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_llm_runs_under_the_oldest_declared_transformers():
+    # Colab preinstalls transformers 4.x: the [llm] extra keeps it where it works, so
+    # its floor is tested here: the eager loop, every verifier, the fast path's CPU
+    # checks and the GPU script's smoke run (exactness, cost, replay, overhead against
+    # assisted generation) under exactly that release line, torch as in requirements
+    floor = llm_transformers_floor()
+    pins = {"numpy": "2.4.6", "scipy": "1.17.1", "matplotlib": "3.11.2", "ipywidgets": "8.1.9",
+            "ipython": "9.18.1", "torch": "2.13.0", "transformers": f"{floor}.*",
+            "accelerate": "1.15.0", "gguf": "0.19.0", "pytest": "9.2.0",
+            "pytest-timeout": "2.4.0", "hypothesis": "6.170.17"}
+    py = _venv(pins)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONHOME", None)
+    r = subprocess.run([str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "tests/test_llm.py", "tests/test_gpu_run.py"],
+                       cwd=ROOT, env=env, capture_output=True, text=True, timeout=1100)
+    version = subprocess.run([str(py), "-c", "import transformers as t; print(t.__version__)"],
+                             capture_output=True, text=True).stdout.strip()
+    assert version.startswith(floor + "."), version
+    tail = (r.stdout + r.stderr)[-3000:]
+    assert r.returncode == 0 and " passed" in tail and "failed" not in tail, tail
+

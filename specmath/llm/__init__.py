@@ -5,7 +5,7 @@ Chapter 7 (and the benchmarks of chapters 7–11); the only part of specmath tha
 One module per job; each imports only modules listed above it (no cycles)::
 
     result   GenerationResult: what one generation did, and its statistics
-    kv       forward passes with a KV cache on every transformers 5.x, rollback, devices
+    kv       forward passes with a KV cache on transformers 4.57 to 5.x, rollback, devices
     verify   the verification rules (token-wise, block) and VERIFIERS, where rules register
     fast     the device paths: decisions on the accelerator, static cache, CUDA graphs
     loop     speculative_generate and autoregressive_generate (the eager reference loop)

@@ -1,4 +1,4 @@
-"""Forward passes with a KV cache, the same on every transformers 5.x (caches, rollback, devices).
+"""Forward passes with a KV cache, the same on transformers 4.57 to 5.x (caches, rollback, devices).
 
 Chapter 7's loops (eager and on the device) and the benchmarks call models only through it.
 """
@@ -40,7 +40,7 @@ def _cache_kwarg(model) -> str:
 def cached_forward(model, cache, *, forward=None, **inputs):
     """One forward pass of ``model`` reading and extending the KV cache ``cache``.
 
-    Works across the declared range ``transformers>=5.0,<6``: the cache goes in under
+    Works across the declared range ``transformers>=4.57,<6``: the cache goes in under
     :func:`_cache_kwarg` and comes back from ``out.cache`` or ``out.past_key_values``.
     ``forward`` replaces ``model.forward`` (a compiled version of it, say). Returns
     ``(output, cache)``: the model's output object and the cache it returned.

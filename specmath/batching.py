@@ -160,7 +160,7 @@ def batch_goodput(alphas, k, target: ModelShape, draft: ModelShape, hardware=cm.
     """Expected tokens per second of a batch whose requests have acceptances α_i (ch. 11).
 
     Σ_i E[N](α_i, k) / (k T_d(B, 1) + T_t(B, k + 1)) with B = len(alphas); k = 0 is plain
-    decoding (SmartSpec's goodput with one k per batch). ``k`` may be an array.
+    decoding (a goodput in the spirit of SmartSpec, with one k per batch). ``k`` may be an array.
     """
     _shape(target, "target")
     _shape(draft, "draft")
@@ -188,7 +188,7 @@ def goodput_policies(alpha_batches, target: ModelShape, draft: ModelShape, rng,
     for all policies); with draft length k the step emits Σ_i min(A_i, k) + 1 tokens in
     k T_d(B) + T_t(B(k + 1)) seconds. Policies: ``fixed`` — the one k best over the whole
     run in hindsight; ``per_batch`` — each step the k maximising expected goodput given the
-    α_i (SmartSpec's rule, k = 0 allowed); ``oracle`` — each step the k maximising that
+    α_i (our per-batch form of SmartSpec's idea, k = 0 allowed); ``oracle`` — each step the k maximising that
     step's realised goodput. Each step stands for an equal slice of wall time spent at its
     batch composition (a load level), so a policy's goodput is the mean over steps of
     tokens ÷ seconds of the step. Returns that for each policy and for plain decoding, and

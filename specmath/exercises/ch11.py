@@ -12,6 +12,11 @@ WORKLOAD = {"alphas": [0.9, 0.5] * 10, "lengths": [400, 100] * 10}
 GOODPUT = {"seed": 7, "steps": 400, "batch_sizes": [1, 4, 16, 64, 128, 256, 512],
            "alphas": [0.5, 0.75, 0.9]}
 
+#: The queue of one batch-1 server: response lengths n and their probabilities, the
+#: prefill in target steps, and the simulation (plain utilisation, requests, seed).
+QUEUE = {"lengths": [50, 100, 200, 400, 800], "weights": [0.3, 0.3, 0.2, 0.15, 0.05],
+         "prefill": 10.0, "phi_plain": 0.8, "customers": 200_000, "seed": 17}
+
 EX1 = {"alpha": 0.7, "k": 4}
 EX2 = {"alpha": 0.9, "k": 4}
 EX3 = {"alphas": [0.95, 0.95, 0.6, 0.6, 0.6], "lengths": [50, 50, 500, 500, 500],

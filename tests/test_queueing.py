@@ -1,0 +1,198 @@
+"""Chapter 11, queueing and memory: the M/G/1 mean wait (Pollaczek–Khinchine), what
+speculation does to it, the overloaded-run latency of vLLM issue 10318, and the largest
+batch with and without the draft (specmath.queueing, specmath.capacity)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from specmath import batching as bt
+from specmath import capacity as cp
+from specmath import published
+from specmath import queueing as qu
+from specmath import serving as sv
+
+ROOT = Path(__file__).resolve().parents[1]
+LEVEL = 1e-3                      # false-alarm rate of the statistical tests below
+Z = sps.norm.isf(LEVEL / 2)
+A, K, C = 0.8, 5, 10.0
+LENS, W = np.array([50, 100, 200, 400]), np.array([0.4, 0.3, 0.2, 0.1])
+PRE = 10.0
+
+
+def _spec_services(n_cust, rng):
+    cls = rng.choice(LENS.size, n_cust, p=W)
+    t = np.empty(n_cust)
+    for i, n in enumerate(LENS):
+        idx = np.flatnonzero(cls == i)
+        t[idx] = PRE * (1 + 1 / C) + sv.simulate_latency(A, K, C, int(n), idx.size, rng)
+    return t
+
+
+def test_pk_mean_wait_matches_a_simulated_mg1_queue_and_rejects_md1_and_mm1():
+    """Regenerative test at level 1e-3 (asymptotic normal, >10 000 busy cycles); the
+    M/D/1 and M/M/1 formulas, with the right mean service time, must be rejected, and the
+    computed power against each is above 0.99."""
+    rng = np.random.default_rng(2024)
+    m1, m2 = qu.service_moments(A, K, C, LENS, W, PRE * (1 + 1 / C))
+    lam = 0.6 / m1
+    waits = qu.simulate_mg1_waits(lam, _spec_services(80_000, rng), rng)
+    est, se, cycles = qu.regenerative_mean_wait(waits)
+    assert cycles > 10_000
+    pk = qu.pk_mean_wait(lam, m1, m2)
+    assert abs(est - pk) < Z * se
+    phi = lam * m1
+    for biased in (lam * m1**2 / (2 * (1 - phi)), phi * m1 / (1 - phi)):
+        assert sps.norm.cdf(abs(pk - biased) / se - Z) > 0.99          # power
+        assert abs(est - biased) > Z * se
+
+
+def test_pk_formula_gives_the_mm1_and_md1_textbook_values():
+    lam, m = 0.3, 2.0
+    phi = lam * m
+    assert np.isclose(qu.pk_mean_wait(lam, m, 2 * m**2), phi * m / (1 - phi))     # M/M/1
+    assert np.isclose(qu.pk_mean_wait(lam, m, m**2), phi * m / (2 * (1 - phi)))   # M/D/1
+    assert np.isclose(qu.mean_ttft(lam, m, m**2, 0.5), phi * m / (2 * (1 - phi)) + 0.5)
+    got = qu.pk_mean_wait(np.array([0.1, 0.2]), m, m**2)
+    assert got.shape == (2,) and got[1] > got[0]
+
+
+def test_service_moments_equal_enumeration_of_the_exact_renewal_law_and_k0_is_plain():
+    for k, pre in ((0, PRE), (K, PRE * 1.1)):
+        th = sv.iteration_cost(k, C)
+        m1 = m2 = 0.0
+        for n, w in zip(LENS, W, strict=True):
+            pm = sv.iterations_to_n_pmf(A, k, int(n))
+            t = pre + th * np.arange(pm.size)
+            m1 += w * (pm @ t)
+            m2 += w * (pm @ t**2)
+        assert np.allclose(qu.service_moments(A, k, C, LENS, W, pre), [m1, m2], rtol=1e-10)
+    assert qu.service_moments(A, 0, C, [200], None, 10.0) == (210.0, 210.0**2)
+
+
+def test_wait_falls_more_than_the_speedup_exactly_above_the_threshold():
+    rng = np.random.default_rng(7)
+    seen_inside = 0
+    for _ in range(200):
+        a = rng.uniform(0.2, 0.95)
+        k = int(rng.integers(1, 6))
+        n = int(rng.integers(2, 12))
+        mp, ms = qu.service_moments(a, 0, C, [n]), qu.service_moments(a, k, C, [n])
+        if ms[0] >= mp[0]:
+            with pytest.raises(ValueError, match="spec_mean must be < plain_mean"):
+                qu.wait_ratio_threshold(*mp, *ms)
+            continue
+        s = mp[0] / ms[0]
+        th = qu.wait_ratio_threshold(*mp, *ms)
+        phis = np.linspace(0, 0.99, 100)
+        above = qu.wait_ratio(phis, *mp, *ms) > s * (1 + 1e-12)
+        away = np.abs(phis - th) > 1e-9
+        assert np.array_equal(above[away], (phis > th)[away])
+        seen_inside += 0 < th < 1
+    assert seen_inside >= 5                    # the condition is not always slack
+
+
+def test_running_example_wait_ratio_exceeds_the_service_speedup_at_every_load():
+    mp = qu.service_moments(A, 0, C, LENS, W, PRE)
+    ms = qu.service_moments(A, K, C, LENS, W, PRE * (1 + 1 / C))
+    assert qu.wait_ratio_threshold(*mp, *ms) == 0
+    r = qu.wait_ratio(np.linspace(0, 0.99, 50), *mp, *ms)
+    assert np.all(r > mp[0] / ms[0]) and np.all(np.diff(r) > 0)
+
+
+@pytest.mark.parametrize("call, arg", [
+    (lambda: qu.pk_mean_wait(0.01, 100.0, 1e4), "arrival_rate × service_mean"),
+    (lambda: qu.pk_mean_wait(-0.1, 1.0, 1.0), "arrival_rate"),
+    (lambda: qu.pk_mean_wait(0.1, 2.0, 3.0), "service_second_moment"),
+    (lambda: qu.utilisation(0.1, -1.0), "service_mean"),
+    (lambda: qu.mean_ttft(0.1, 1.0, 1.0, 2.0), "prefill"),
+    (lambda: qu.wait_ratio(1.0, 2.0, 4.0, 1.0, 1.0), "phi_plain"),
+    (lambda: qu.service_moments(0.8, 2, 4.0, [10, 20], [0.5, 0.6]), "weights"),
+    (lambda: qu.simulate_mg1_waits(0.1, [1.0], "seed"), "rng"),
+    (lambda: cp.max_batch(1e9, 4096, cp.shape_from_config(_cfg("1.5b"))), "memory_bytes"),
+])
+def test_bad_input_raises_a_value_error_naming_the_argument(call, arg):
+    with pytest.raises(ValueError, match=arg):
+        call()
+
+
+def test_vectorised_fifo_waits_equal_lindleys_recursion_loop():
+    rng = np.random.default_rng(3)
+    a, t = rng.exponential(1.0, 500), rng.gamma(2.0, 0.4, 500)
+    w = [0.0]
+    for i in range(1, 500):
+        w.append(max(0.0, w[-1] + t[i - 1] - a[i]))
+    assert np.allclose(qu.fifo_waits(a, t), w)
+
+
+def test_overloaded_run_mean_e2e_formula_matches_a_simulation():
+    """eq. ch11-over; 4 000 replications of 32 requests, level 1e-3 (normal on means)."""
+    rng = np.random.default_rng(11)
+    lam, et, n = 1.0, 8.0, 32
+    t = rng.gamma(4.0, et / 4.0, size=(4000, n))
+    arr = np.cumsum(rng.exponential(1 / lam, size=(4000, n)), axis=1)
+    end = np.zeros(4000)
+    e2e = np.empty_like(t)
+    for i in range(n):
+        end = np.maximum(end, arr[:, i]) + t[:, i]
+        e2e[:, i] = end - arr[:, i]
+    m = e2e.mean(axis=1)
+    pred = qu.overloaded_mean_e2e(n, lam, et)
+    assert abs(m.mean() - pred) < Z * m.std(ddof=1) / np.sqrt(m.size)
+    # a biased variant that forgets the arrivals spread over time: n E[T]/2 + E[T]/2
+    biased = (n + 1) * et / 2
+    assert abs(m.mean() - biased) > Z * m.std(ddof=1) / np.sqrt(m.size)
+
+
+def test_vllm_10318_batch_one_runs_are_overloaded_and_match_eq_over():
+    rep = published.load("serving_reports", report="vllm-10318")
+    assert all(r["source"] == "https://github.com/vllm-project/vllm/issues/10318" for r in rep)
+    lam = [r for r in rep if r["quantity"] == "request_rate"][0]["value"]
+    for row in (1, 2):
+        get = {r["quantity"]: r["value"] for r in rep if r.get("table_row") == row}
+        et = qu.overloaded_service_mean(get["latency"], 32, lam)
+        assert qu.utilisation(lam, et) > 5
+        assert abs(qu.overloaded_mean_e2e(32, lam, et) / (get["mean_e2e_ms"] / 1e3) - 1) < 0.1
+        assert abs(31 * (et - 1 / lam) / (get["p99_ttft_ms"] / 1e3) - 1) < 0.05
+
+
+def _cfg(size):
+    return [r for r in published.load("model_configs")
+            if r["model"] == f"Qwen2.5-Coder-{size.upper()}-Instruct"][0]["value"]
+
+
+def test_stored_model_configs_equal_the_benchmark_config_files():
+    for size in ("0.5b", "1.5b"):
+        disk = json.loads((ROOT / "benchmarks" / "configs" / f"qwen2.5-coder-{size}.json")
+                          .read_text())
+        assert all(disk[k] == v for k, v in _cfg(size).items())
+
+
+def test_parameter_count_from_config_gives_the_published_sizes_when_tied():
+    # the published Qwen2.5 sizes (0.49B, 1.54B) count a tied output matrix once
+    for size, published_params in (("0.5b", 0.49e9), ("1.5b", 1.54e9)):
+        tied = dict(_cfg(size), tie_word_embeddings=True)
+        assert abs(cp.params_from_config(tied) / published_params - 1) < 0.01
+
+
+def _need(models, batch, ctx):
+    return sum(2 * m.params + batch * cp.kv_bytes_per_request(m, ctx) for m in models)
+
+
+def test_largest_batch_is_the_largest_that_fits_and_the_draft_lowers_it():
+    tgt, drf = cp.shape_from_config(_cfg("1.5b")), cp.shape_from_config(_cfg("0.5b"))
+    mem = published.load("gpus_memory", gpu="H100 SXM")[0]["value"]
+    for ctx in (1024, 4096, 32768):
+        for models in ([tgt], [tgt, drf]):
+            b = cp.max_batch(mem, ctx, *models)
+            assert _need(models, b, ctx) <= mem < _need(models, b + 1, ctx)
+        assert cp.max_batch(mem, ctx, tgt, drf) < cp.max_batch(mem, ctx, tgt)
+    # a windowed draft keeps at most its window of cache
+    win = bt.ModelShape(drf.params, drf.layers, drf.q_heads, drf.kv_heads, drf.head_dim,
+                        kv_window=256)
+    assert cp.max_batch(mem, 32768, tgt, win) > cp.max_batch(mem, 32768, tgt, drf)

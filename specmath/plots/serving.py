@@ -9,7 +9,7 @@ from ..batching import batch_speedup, best_k_for_batch
 from ..serving import iteration_cost, iterations_to_n_pmf, renewal_normal_approx
 from .style import LINESTYLES, MARKERS, PALETTE, new_axes
 
-__all__ = ["plot_latency_distribution", "plot_batch_speedup", "plot_adaptive"]
+__all__ = ["plot_latency_distribution", "plot_batch_speedup", "plot_adaptive", "plot_ttft"]
 
 
 def plot_latency_distribution(alpha: float, k: int, c: float, n: int, samples=None, ax=None):
@@ -79,4 +79,29 @@ def plot_adaptive(names, points, intervals, ax=None,
     ax.set_yticks(y, names)
     ax.axvline(1, color=PALETTE["dark"], lw=1)
     ax.set_xlabel(f"speedup over plain decoding on the test prompts ({interval_label})")
+    return fig
+
+
+def plot_ttft(phis, ttft_plain, ttft_spec, sim_phi=None, sim_plain=None, sim_spec=None,
+              label_spec="speculative", ax=None):
+    """Mean time to first token against the plain utilisation (ch. 11, eq. ch11-pk).
+
+    ``sim_plain`` and ``sim_spec`` are (mean, standard error) of simulated TTFTs at
+    ``sim_phi``, drawn with two-standard-error bars.
+    """
+    if ax is None:
+        fig, ax = new_axes(width=6.5, height=3.6)
+    else:
+        fig = ax.figure
+    ax.plot(phis, ttft_plain, color=PALETTE["target"], label="plain decoding")
+    ax.plot(phis, ttft_spec, color=PALETTE["draft"], ls=LINESTYLES[1], label=label_spec)
+    for sim, col, mk in ((sim_plain, PALETTE["target"], MARKERS[0]),
+                         (sim_spec, PALETTE["draft"], MARKERS[1])):
+        if sim is not None:
+            ax.errorbar([sim_phi], [sim[0]], yerr=[2 * sim[1]], fmt=mk, color=col,
+                        capsize=3)
+    ax.set_yscale("log")
+    ax.set_xlabel("utilisation of the plain server, φ_p")
+    ax.set_ylabel("mean TTFT (target steps)")
+    ax.legend(fontsize=8)
     return fig

@@ -9,6 +9,7 @@ only; the model shapes are chapter 11's :class:`specmath.batching.ModelShape`.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import costmodel as cm
 from ._validate import as_count, as_positive, scalar_or_array
@@ -52,7 +53,8 @@ def shape_from_config(cfg: dict) -> ModelShape:
                       int(cfg["num_key_value_heads"]), h // nq)
 
 
-def kv_bytes_per_request(model: ModelShape, context, bytes_per_value: float = 2.0):
+def kv_bytes_per_request(model: ModelShape, context: ArrayLike,
+                         bytes_per_value: float = 2.0) -> float | np.ndarray:
     """Bytes of key–value cache one request of ``context`` tokens holds (ch. 1's formula)."""
     if not isinstance(model, ModelShape):
         raise ValueError("model must be a specmath.batching.ModelShape")
@@ -63,14 +65,36 @@ def kv_bytes_per_request(model: ModelShape, context, bytes_per_value: float = 2.
                                              model.head_dim, bytes_per_value, 1))
 
 
-def max_batch(memory_bytes, context, target: ModelShape, draft: ModelShape | None = None,
-              bytes_per_param: float = 2.0, bytes_per_value: float = 2.0):
+def max_batch(memory_bytes: ArrayLike, context: ArrayLike, target: ModelShape,
+              draft: ModelShape | None = None, bytes_per_param: float = 2.0,
+              bytes_per_value: float = 2.0) -> int | np.ndarray:
     """Largest batch whose weights and caches fit in memory (ch. 11, eq. ch11-bmax).
 
     B_max = ⌊(Mem − b Σ P) / Σ KV(L_ctx)⌋, the sums over the target and, when given, the
     draft: each model stores its weights once and a cache for every request. Activations,
     the engine's reserve and fragmentation are left out, so this is an upper bound.
-    Broadcasts over memory and context. Raises ValueError if the weights alone do not fit.
+    Broadcasts over memory and context.
+
+    Parameters
+    ----------
+    memory_bytes : array_like
+        Mem, the accelerator's memory in bytes.
+    context : array_like
+        L_ctx, tokens of context per request (≥ 1).
+    target, draft : ModelShape
+        The models; ``draft=None`` is plain decoding.
+    bytes_per_param, bytes_per_value : float
+        Bytes per stored weight and per cached key or value.
+
+    Returns
+    -------
+    int or ndarray
+        B_max.
+
+    Raises
+    ------
+    ValueError
+        If the weights alone do not fit, or an argument has the wrong type or sign.
     """
     mem = as_positive(memory_bytes, "memory_bytes", allow_inf=False)
     models = [target] if draft is None else [target, draft]

@@ -12,6 +12,7 @@ continuous batching is not an M/G/1 queue, and nothing here describes it. numpy 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ._validate import as_generator, as_int, as_positive, scalar_or_array
 from .serving import iteration_cost, iterations_to_n_moments
@@ -54,7 +55,7 @@ def _moments(mean, second, mean_name: str, second_name: str):
     return m1, m2
 
 
-def utilisation(arrival_rate, service_mean):
+def utilisation(arrival_rate: ArrayLike, service_mean: ArrayLike) -> float | np.ndarray:
     """Utilisation φ = λ E[T_svc] of one server (ch. 11, eq. ch11-pk).
 
     Parameters
@@ -74,7 +75,8 @@ def utilisation(arrival_rate, service_mean):
     return scalar_or_array(lam * m1)
 
 
-def pk_mean_wait(arrival_rate, service_mean, service_second_moment):
+def pk_mean_wait(arrival_rate: ArrayLike, service_mean: ArrayLike,
+                 service_second_moment: ArrayLike) -> float | np.ndarray:
     """Mean wait in the queue of an M/G/1 server (ch. 11, eq. ch11-pk).
 
     Pollaczek–Khinchine: E[T_wait] = λ E[T_svc²] / (2 (1 − φ)) with φ = λ E[T_svc].
@@ -102,8 +104,9 @@ def pk_mean_wait(arrival_rate, service_mean, service_second_moment):
     return scalar_or_array(lam * m2 / (2 * (1 - phi)))
 
 
-def mean_ttft(arrival_rate, service_mean, service_second_moment, prefill):
-    """Mean time to first token, E[T_wait] + T_pre, at batch size one (ch. 11, eq. ch11-ttft).
+def mean_ttft(arrival_rate: ArrayLike, service_mean: ArrayLike,
+              service_second_moment: ArrayLike, prefill: ArrayLike) -> float | np.ndarray:
+    """Mean time to first token, E[T_wait] + T_pre, at batch size one (ch. 11, eq. ch11-pk).
 
     The first token leaves with the prefill, after the request's wait in the queue.
     ``prefill`` ≥ 0 must not exceed ``service_mean`` (the prefill is part of the service).
@@ -117,7 +120,9 @@ def mean_ttft(arrival_rate, service_mean, service_second_moment, prefill):
                                         service_second_moment) + pre)
 
 
-def service_moments(alpha, k, c, lengths, weights=None, prefill=0.0, verify_cost=1.0):
+def service_moments(alpha: float, k: int, c: float, lengths: ArrayLike,
+                    weights: ArrayLike | None = None, prefill: float = 0.0,
+                    verify_cost: float = 1.0) -> tuple[float, float]:
     """E[T_svc] and E[T_svc²] of one request, in target steps (ch. 11, eq. ch11-svc).
 
     T_svc = T_pre + θ M(n): the prefill, then M(n) iterations of cost θ = k/c + V to
@@ -147,11 +152,24 @@ def service_moments(alpha, k, c, lengths, weights=None, prefill=0.0, verify_cost
     return float(w @ mean_t), float(w @ second_t)
 
 
-def wait_ratio(phi_plain, plain_mean, plain_second, spec_mean, spec_second):
+def wait_ratio(phi_plain: ArrayLike, plain_mean: ArrayLike, plain_second: ArrayLike,
+               spec_mean: ArrayLike, spec_second: ArrayLike) -> float | np.ndarray:
     """E[T_wait] plain ÷ E[T_wait] speculative at the same λ (ch. 11, eq. ch11-wait-ratio).
 
     With S_svc = E[T_p]/E[T_s] and φ_p the plain utilisation, the ratio is
-    (E[T_p²]/E[T_s²]) (1 − φ_p/S_svc)/(1 − φ_p); ``phi_plain`` in [0, 1).
+    (E[T_p²]/E[T_s²]) (1 − φ_p/S_svc)/(1 − φ_p).
+
+    Parameters
+    ----------
+    phi_plain : array_like
+        Utilisation of the plain server, in [0, 1).
+    plain_mean, plain_second, spec_mean, spec_second : array_like
+        E[T_svc] and E[T_svc²] of the plain and the speculative service.
+
+    Returns
+    -------
+    float or ndarray
+        The ratio of the two mean waits (eq. ch11-wait-ratio).
     """
     phi = _rate(phi_plain, "phi_plain")
     if (phi >= 1).any():
@@ -162,13 +180,30 @@ def wait_ratio(phi_plain, plain_mean, plain_second, spec_mean, spec_second):
     return scalar_or_array((m2p / m2s) * (1 - phi / s) / (1 - phi))
 
 
-def wait_ratio_threshold(plain_mean, plain_second, spec_mean, spec_second):
+def wait_ratio_threshold(plain_mean: ArrayLike, plain_second: ArrayLike,
+                         spec_mean: ArrayLike, spec_second: ArrayLike
+                         ) -> float | np.ndarray:
     """Plain utilisation above which the wait falls more than the speedup (ch. 11).
 
     Theorem ch11-thm-wait: with S_svc = E[T_p]/E[T_s] > 1 and ξ = (1 + cv_s²)/(1 + cv_p²),
     cv the coefficients of variation of the two service times, the wait ratio exceeds
     S_svc exactly for φ_p > φ* = max(0, (ξ − S_svc)/(ξ − 1)) when ξ > 1, and for every
-    φ_p when ξ ≤ 1 (φ* = 0). Raises ValueError unless spec_mean < plain_mean.
+    φ_p when ξ ≤ 1 (φ* = 0).
+
+    Parameters
+    ----------
+    plain_mean, plain_second, spec_mean, spec_second : array_like
+        E[T_svc] and E[T_svc²] of the plain and the speculative service.
+
+    Returns
+    -------
+    float or ndarray
+        φ* in [0, 1).
+
+    Raises
+    ------
+    ValueError
+        Unless spec_mean < plain_mean, or if a second moment is below its mean squared.
     """
     m1p, m2p = _moments(plain_mean, plain_second, "plain_mean", "plain_second")
     m1s, m2s = _moments(spec_mean, spec_second, "spec_mean", "spec_second")
@@ -181,12 +216,22 @@ def wait_ratio_threshold(plain_mean, plain_second, spec_mean, spec_second):
     return scalar_or_array(th)
 
 
-def fifo_waits(interarrivals, services) -> np.ndarray:
+def fifo_waits(interarrivals: ArrayLike, services: ArrayLike) -> np.ndarray:
     """Waits of a first-come-first-served single server, by Lindley's recursion (ch. 11).
 
     W_1 = 0 and W_{i+1} = max(0, W_i + T_i − A_{i+1}), with A_{i+1} the time between
     arrivals i and i + 1 (``interarrivals[0]`` is unused). Vectorised:
     W_i = U_i − min_{j ≤ i} U_j with U the partial sums of T_i − A_{i+1}.
+
+    Parameters
+    ----------
+    interarrivals, services : array_like
+        1-D, same length, finite and ≥ 0.
+
+    Returns
+    -------
+    ndarray
+        The wait of each customer, W_1 = 0.
     """
     a = np.asarray(interarrivals, dtype=float)
     t = np.asarray(services, dtype=float)
@@ -198,11 +243,26 @@ def fifo_waits(interarrivals, services) -> np.ndarray:
     return u - np.minimum.accumulate(u)
 
 
-def simulate_mg1_waits(arrival_rate, services, rng) -> np.ndarray:
+def simulate_mg1_waits(arrival_rate: float, services: ArrayLike,
+                       rng: np.random.Generator) -> np.ndarray:
     """Waits of customers with the given service times and Poisson arrivals (ch. 11).
 
     A discrete-event simulation of the M/G/1 queue starting empty: exponential gaps of
     mean 1/λ, then :func:`fifo_waits`.
+
+    Parameters
+    ----------
+    arrival_rate : float
+        λ > 0.
+    services : array_like
+        The customers' service times, in order of arrival.
+    rng : numpy.random.Generator
+        Source of the arrival gaps.
+
+    Returns
+    -------
+    ndarray
+        The waits in the queue.
     """
     lam = float(_rate(arrival_rate, "arrival_rate"))
     if lam <= 0:
@@ -212,13 +272,23 @@ def simulate_mg1_waits(arrival_rate, services, rng) -> np.ndarray:
     return fifo_waits(rng.exponential(1 / lam, t.size), t)
 
 
-def regenerative_mean_wait(waits) -> tuple[float, float, int]:
+def regenerative_mean_wait(waits: ArrayLike) -> tuple[float, float, int]:
     """Mean wait and its standard error by the regenerative method (ch. 11).
 
     A busy cycle starts at each customer who finds the server idle (wait 0); cycles are
     i.i.d., so the mean wait is Σ Y_i / Σ K_i (Y_i the waits of cycle i, K_i its
     customers), with the delta-method standard error √Σ (Y_i − r K_i)² / Σ K_i. The last,
-    unfinished cycle is dropped. Returns (estimate, standard error, cycles).
+    unfinished cycle is dropped.
+
+    Parameters
+    ----------
+    waits : array_like
+        Waits of successive customers from an empty start (the first is 0).
+
+    Returns
+    -------
+    (float, float, int)
+        The estimate, its standard error and the number of complete cycles.
     """
     w = np.asarray(waits, dtype=float)
     starts = np.flatnonzero(w == 0)
@@ -231,11 +301,24 @@ def regenerative_mean_wait(waits) -> tuple[float, float, int]:
     return float(r), float(se), int(kk.size)
 
 
-def overloaded_service_mean(duration, n_requests, arrival_rate):
+def overloaded_service_mean(duration: ArrayLike, n_requests: ArrayLike,
+                            arrival_rate: ArrayLike) -> float | np.ndarray:
     """E[T_svc] from a run's duration when the server never idles (ch. 11, eq. ch11-over).
 
     With Poisson arrivals of rate λ from time 0 and a server busy from the first arrival
     to the last completion, E[duration] = 1/λ + n E[T_svc].
+
+    Parameters
+    ----------
+    duration : array_like
+        The run's length, from time 0 to the last completion.
+    n_requests, arrival_rate : array_like
+        n > 0 requests, λ > 0.
+
+    Returns
+    -------
+    float or ndarray
+        (duration − 1/λ) / n.
     """
     d = as_positive(duration, "duration", allow_inf=False)
     n = as_positive(n_requests, "n_requests", allow_inf=False)
@@ -243,13 +326,24 @@ def overloaded_service_mean(duration, n_requests, arrival_rate):
     return scalar_or_array((d - 1 / lam) / n)
 
 
-def overloaded_mean_e2e(n_requests, arrival_rate, service_mean):
+def overloaded_mean_e2e(n_requests: ArrayLike, arrival_rate: ArrayLike,
+                        service_mean: ArrayLike) -> float | np.ndarray:
     """Mean end-to-end latency of n requests when the server never idles (ch. 11).
 
     Request i arrives at A_i (E[A_i] = i/λ) and leaves at A_1 + T_1 + … + T_i, so
     E[e2e_i] = i E[T_svc] − (i − 1)/λ whatever the law of T_svc, and the mean over the n
     requests is (n + 1) E[T_svc]/2 − (n − 1)/(2λ) (eq. ch11-over). Its last request
     waits (n − 1)(E[T_svc] − 1/λ) on average before its service starts.
+
+    Parameters
+    ----------
+    n_requests, arrival_rate, service_mean : array_like
+        n > 0, λ > 0 and E[T_svc] > 0.
+
+    Returns
+    -------
+    float or ndarray
+        The mean end-to-end latency over the n requests.
     """
     n = as_positive(n_requests, "n_requests", allow_inf=False)
     lam = as_positive(arrival_rate, "arrival_rate", allow_inf=False)

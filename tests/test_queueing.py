@@ -196,3 +196,36 @@ def test_largest_batch_is_the_largest_that_fits_and_the_draft_lowers_it():
     win = bt.ModelShape(drf.params, drf.layers, drf.q_heads, drf.kv_heads, drf.head_dim,
                         kv_window=256)
     assert cp.max_batch(mem, 32768, tgt, win) > cp.max_batch(mem, 32768, tgt, drf)
+
+
+def test_speculative_ttft_is_longer_only_below_the_crossing_load():
+    """ch11: the draft's own prefill makes the first token later at the lightest load."""
+    mp = qu.service_moments(A, 0, C, LENS, W, PRE)
+    ms = qu.service_moments(A, K, C, LENS, W, PRE * (1 + 1 / C))
+    phis = np.linspace(0, 0.95, 400)
+    gap = (qu.mean_ttft(phis / mp[0], *mp, PRE)
+           - qu.mean_ttft(phis / mp[0], *ms, PRE * (1 + 1 / C)))
+    assert gap[0] < 0 < gap[-1]
+    sign_changes = np.flatnonzero(np.diff(np.sign(gap)))
+    assert sign_changes.size == 1 and phis[sign_changes[0]] < 0.05
+    # at light load the wait ratio is S_svc² / ξ (theorem ch11-thm-wait at φ_p → 0)
+    s = mp[0] / ms[0]
+    xi = (ms[1] / ms[0] ** 2) / (mp[1] / mp[0] ** 2)
+    assert np.isclose(qu.wait_ratio(0.0, *mp, *ms), s**2 / xi)
+
+
+def test_roofline_speedup_ignores_bandwidth_so_only_a_fixed_pass_cost_can_lower_c():
+    """ch11, transformers 36337: in the memory-bound roofline scaling W changes no
+    speedup; with a fixed time t0 per pass, c(W) = (t0 + P_t b/W)/(t0 + P_d b/W) falls
+    with W (eq. ch11-cW)."""
+    from dataclasses import replace
+
+    from specmath import costmodel as cm
+
+    fast = replace(cm.A100_SXM, bandwidth=4 * cm.A100_SXM.bandwidth)
+    for a in (0.5, 0.8):
+        assert np.isclose(cm.modelled_speedup(a, 4, 8e9, 1e9, cm.A100_SXM),
+                          cm.modelled_speedup(a, 4, 8e9, 1e9, fast))
+    w = np.linspace(0.5e12, 5e12, 10)
+    c_w = (1e-3 + 16e9 / w) / (1e-3 + 2e9 / w)
+    assert np.all(np.diff(c_w) < 0) and np.all(c_w < 8) and np.all(c_w > 1)

@@ -17,6 +17,7 @@ PARAMS = {
     "ch5-ex3": {"alpha": 0.7, "c_slow": 5.0, "c_fast": 20.0},
     "ch5-ex4": {"c": 10.0, "k_low": 4},
     "ch5-ex5": {"c": 10.0, "target_speedup": 3.0},
+    "ch5-ex6": {"alpha": 0.75, "cs": [2.0, 4.0, 8.0, 16.0, 32.0, 64.0]},
 }
 
 K_MAX = 64
@@ -80,3 +81,7 @@ register("ch5-ex4", lambda: indifference_alpha(**PARAMS["ch5-ex4"]), rtol=1e-3,
               "grows? Then search for that point."))
 register("ch5-ex5", lambda: alpha_for_best_speedup(**PARAMS["ch5-ex5"]), rtol=1e-3,
          hint="For each α only the best draft length matters; then search over α.")
+register("ch5-ex6", lambda: np.array([optimal_k(PARAMS["ch5-ex6"]["alpha"], c, k_max=K_MAX)
+                                      for c in PARAMS["ch5-ex6"]["cs"]], dtype=float),
+         hint=("Try every k at each c and keep the best, ties going to the shorter "
+               "draft; give the lengths in the order of the c values."))

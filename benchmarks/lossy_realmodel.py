@@ -2,14 +2,16 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/lossy_realmodel.py            # CPU, a few minutes on one core
+    .venv/bin/python benchmarks/lossy_realmodel.py            # CPU, about 10 min, 1 core
     .venv/bin/python benchmarks/lossy_realmodel.py --quick    # 1 prompt, 8 tokens
 
 Teacher forcing, as in ``benchmarks/record_traces.py`` (whose prompts and helpers it
-reuses): for one prompt per task the **target** samples a text at temperature 1 (seeded,
-EOS banned); then each model scores prompt + text in one forward pass, which gives the
-target's p_t and the draft's q_t at every position t of that text. At T = 1 the script
-computes per position, exactly (no sampling):
+reuses): for every prompt of ``_common.PROMPTS`` (``--per-task`` of each task; the
+texts are a demonstration, not a sample from a stated population) the **target**
+samples a text at temperature 1 (seeded, EOS banned); then each model scores prompt +
+text in one forward pass, which gives the target's p_t and the draft's q_t at every
+position t of that text. At T = 1 the script computes per position, exactly (no
+sampling):
 
 * ``alpha``: Σ min(p_t, q_t), the exact rule's acceptance;
 * ``alpha_greedy``: p_t(argmax q_t), a one-hot (greedy) draft's acceptance;
@@ -64,7 +66,11 @@ def main(argv=None, models=None) -> dict:
     ap = parser(__doc__, quick="1 prompt, 8 tokens")
     ap.add_argument("--new-tokens", type=int, default=64)
     ap.add_argument("--delta", type=float, default=DELTA)
+    ap.add_argument("--per-task", type=int, default=None,
+                    help="prompts per task (default: all of _common.PROMPTS)")
     args = ap.parse_args(argv)
+    if args.per_task is not None and args.per_task < 1:
+        raise ValueError(f"--per-task must be at least 1, got {args.per_task}")
     if args.quick:
         args.new_tokens = 8
     t0 = start(args).t0
@@ -75,8 +81,9 @@ def main(argv=None, models=None) -> dict:
         names = {"target": "Qwen2.5-Coder-1.5B-Instruct",
                  "draft": "Qwen2.5-Coder-0.5B-Instruct", "pair": llm.OFFLINE_PAIR}
         tasks = list(PROMPTS)[:1] if args.quick else list(PROMPTS)
-        prompts = [{"id": f"{t}-1", "task": t, "ids": encode(tok, PROMPTS[t][1])}
-                   for t in tasks]
+        per = 1 if args.quick else args.per_task
+        prompts = [{"id": f"{t}-{j}", "task": t, "ids": encode(tok, spec)}
+                   for t in tasks for j, spec in enumerate(PROMPTS[t][:per])]
         eos = eos_ids(tok)
     else:
         target, draft, ids = models
@@ -104,6 +111,7 @@ def main(argv=None, models=None) -> dict:
             "seed + 1000·prompt index), EOS banned; one forward pass per model scores it",
             "dtype": "float32 forward, float64 softmax", "delta": args.delta,
             "lenience": list(LENIENCE), "eps": list(EPS), "quick": bool(args.quick),
+            "n_prompts": len(prompts),
             "loadavg_start": load0, "loadavg_end": list(os.getloadavg()),
             "total_s": round(time.perf_counter() - t0, 1)},
          "prompts": recs}

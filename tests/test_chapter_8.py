@@ -123,6 +123,12 @@ def test_lossy_benchmark_quick_on_tiny_models_records_exact_per_position_fields(
     assert R["provenance"]["models"]["pair"] == "in-process"
 
 
+def test_lossy_benchmark_rejects_fewer_than_one_prompt_per_task():
+    with pytest.raises(ValueError, match="--per-task must be at least 1"):
+        _bench().main(["--quick", "--per-task", "0"],
+                      models=(_tiny(0), _tiny(1), [[1, 2, 3]]))
+
+
 def test_recorded_lossy_file_has_provenance_and_consistent_fields():
     path = ROOT / "specmath" / "data" / "results" / "lossy_cpu.json"
     if not path.exists():
@@ -132,6 +138,9 @@ def test_recorded_lossy_file_has_provenance_and_consistent_fields():
     for f in ("hardware", "torch", "date", "models", "n_new_tokens", "temperature", "seed"):
         assert f in prov
     assert not prov["quick"] and len(R["prompts"]) >= 3
+    # issue 16 (part II finding 22): every prompt of the shared set, several per task
+    assert prov["n_prompts"] == len(R["prompts"]) >= 12
+    assert {pr["task"] for pr in R["prompts"]} == {"code", "chat", "story"}
     for pr in R["prompts"]:
         a, g = np.array(pr["alpha"]), np.array(pr["alpha_greedy"])
         assert a.size == pr["L"] == g.size and ((0 <= a) & (a <= 1)).all()

@@ -19,7 +19,12 @@ import specmath as sm  # noqa: E402
 from specmath import costmodel as cm  # noqa: E402
 from specmath import stats, toy  # noqa: E402
 from specmath.exercises import _REGISTRY, check, exercise_keys  # noqa: E402
-from specmath.pitfalls import greedy, mismatched_output_distribution  # noqa: E402
+from specmath.pitfalls import (  # noqa: E402
+    greedy,
+    gumbel_verifier_outputs,
+    mismatched_output_distribution,
+    reused_uniform_output_distribution,
+)
 
 P70, P7 = 70e9, 7e9
 
@@ -275,7 +280,15 @@ def test_rejection_sampling_is_exact_and_accepts_no_more_than_speculative_sampli
     r = np.random.default_rng(seed)
     p, q = r.dirichlet(np.full(V, 0.7)), r.dirichlet(np.full(V, 0.7))
     M = np.max(p / q)
-    np.testing.assert_allclose(q * p / (M * q) + (1 - 1 / M) * p, p, atol=1e-12)
+
+    def one_shot(bound):                       # accept with min(1, p/(bound q)), else ~ p
+        kept = q * np.minimum(1, p / (bound * q))
+        return kept + (1 - kept.sum()) * p
+
+    np.testing.assert_allclose(one_shot(M), p, atol=1e-12)
+    np.testing.assert_allclose(one_shot(3 * M), p, atol=1e-12)    # any larger bound too
+    if not np.allclose(p, q):                  # a bound below max p/q clips: biased
+        assert sm.tv_distance(one_shot(M / 2), p) > 1e-9
     alpha = sm.acceptance_probability(p, q)
     assert 1 / M <= alpha + 1e-12
     if V > 1 and not np.allclose(p, q):
@@ -496,3 +509,96 @@ def test_g_test_degrees_of_freedom_count_only_tokens_the_law_can_produce():
     counts = np.array([50, 30, 20, 0, 0])
     assert stats.g_test(counts, p).dof == 2
 
+
+# ------------------------------------------- fresh randomness (ch. 2, requirement (ii))
+
+P_ANIMALS = np.array([0.35, 0.25, 0.20, 0.12, 0.08])
+Q_ANIMALS = np.array([0.15, 0.40, 0.10, 0.30, 0.05])
+
+
+def test_reused_uniform_output_law_matches_a_simulation_of_that_pipeline_and_is_biased(rng):
+    """One U draws X = F_q⁻¹(U) and accepts iff U < p/q: X ~ q, yet the output is not p.
+    The exact law agrees with an independent simulation (G-test, level 0.01: false-alarm
+    rate 0.01) and the same test rejects p (power ≈ 1 at TV 0.15 and 50,000 draws)."""
+    p, q = P_ANIMALS, Q_ANIMALS
+    law = reused_uniform_output_distribution(p, q)
+    assert sm.tv_distance(law, p) == pytest.approx(0.15, abs=1e-12)
+    assert law[3] == 0.0                                   # "owl" never emitted
+    n = 50_000
+    u = rng.random(n)
+    x = np.minimum(np.searchsorted(np.cumsum(q), u, side="right"), p.size - 1)
+    y = np.where(u < np.minimum(1, p / q)[x], x,
+                 rng.choice(p.size, size=n, p=sm.residual_distribution(p, q)))
+    assert stats.g_test(np.bincount(x, minlength=p.size), q).pvalue > 0.01
+    assert stats.g_test(np.bincount(y, minlength=p.size), law).pvalue > 0.01
+    assert stats.g_test(np.bincount(y, minlength=p.size), p).pvalue < 0.01
+    # with the uniform fresh instead, the same pipeline's law would be p exactly
+    np.testing.assert_allclose(mismatched_output_distribution(p, q, q), p, atol=1e-12)
+
+
+def test_shared_gumbel_recovery_noise_is_caught_by_the_g_test_and_fresh_noise_is_not():
+    """vLLM #47386/#54282 mechanism: the recovery reuses the draft's Gumbel noise. At
+    50,000 verifications and level 0.01 (false-alarm rate 0.01 for the fresh-noise
+    verifier, whose law is p), the G-test rejects the shared-noise verifier; its power
+    against the shared-noise law (estimated from 10⁶ draws) is asserted above 0.95."""
+    from gtestpower import power_of_gtest
+
+    p, q = P_ANIMALS, Q_ANIMALS
+    r = np.random.default_rng(47386)
+    n, level = 50_000, 0.01
+    x, y_shared = gumbel_verifier_outputs(p, q, n, r)
+    _, y_fresh = gumbel_verifier_outputs(p, q, n, r, shared_noise=False)
+    assert stats.g_test(np.bincount(x, minlength=5), q).pvalue > level     # X ~ q
+    assert stats.g_test(np.bincount(y_fresh, minlength=5), p).pvalue > level
+    assert stats.g_test(np.bincount(y_shared, minlength=5), p).pvalue < level
+    law = np.bincount(gumbel_verifier_outputs(p, q, 1_000_000, r)[1], minlength=5) / 1e6
+    assert 0.005 < sm.tv_distance(law, p) < 0.02
+    assert power_of_gtest(p, law, n, level) > 0.95
+
+
+def test_gumbel_verifier_rejects_bad_input_with_a_value_error_naming_the_argument(rng):
+    with pytest.raises(ValueError, match="n"):
+        gumbel_verifier_outputs(P_ANIMALS, Q_ANIMALS, 0, rng)
+    with pytest.raises(ValueError, match="1-D"):
+        gumbel_verifier_outputs(np.stack([P_ANIMALS] * 2), np.stack([Q_ANIMALS] * 2), 5, rng)
+
+
+@given(st.integers(0, 10_000), st.integers(2, 9))
+def test_verifier_output_is_off_from_p_by_at_most_tv_of_sampled_and_reported_draft(seed, V):
+    """The verifier is one fixed random map of the drafted token that outputs p when the
+    token follows the reported q: coupling the two drafts gives TV(out, p) ≤ TV(q_s, q_r)."""
+    r = np.random.default_rng(seed)
+    p, q_r, q_s = (r.dirichlet(np.full(V, 0.5)) for _ in range(3))
+    q_r[r.integers(V)] = 0.0                          # a reported zero, as after rounding
+    q_r /= q_r.sum()
+    out = mismatched_output_distribution(p, q_r, q_s)
+    assert sm.tv_distance(out, p) <= sm.tv_distance(q_s, q_r) + 1e-12
+
+
+def test_speculative_decoding_stays_exact_when_k_and_the_draft_are_chosen_from_the_past():
+    """Theorem ch2-thm-sequence, wider form: k and the draft model chosen from the last
+    token. Transition counts pass the G-test (level 0.01, false-alarm rate 0.01); the same
+    schedule with always-accept is rejected."""
+    target, near = toy.toy_pair(vocab_size=6, closeness=0.6, seed=0)
+    far = toy.toy_pair(vocab_size=6, closeness=0.1, seed=0)[1]
+    r = np.random.default_rng(17)
+
+    def decode(rule):
+        seq = []
+        while len(seq) < 20_000:
+            last = seq[-1] if seq else 0
+            k = 1 + last % 4
+            it = toy.speculative_decode(target, (near, far)[last % 2], k + 1, k, r,
+                                        context=seq[-1:], rule=rule)
+            seq += [int(t) for t in it.tokens]
+        return toy.transition_counts(np.array(seq[:20_000]), 6)
+
+    assert stats.g_test(decode("exact"), target.transition).pvalue > 0.01
+    assert stats.g_test(decode("always-accept"), target.transition).pvalue < 0.01
+
+
+def test_float32_sums_of_the_same_terms_depend_on_their_order():
+    """Chapter 2's floating-point remark: sequential sums left to right and right to left
+    of the same float32 terms differ (why a (k+1)-token pass may round p differently)."""
+    t = np.random.default_rng(7).standard_normal(4096).astype(np.float32)
+    assert np.cumsum(t)[-1] != np.cumsum(t[::-1])[-1]

@@ -15,18 +15,25 @@ provenance. Design:
   slow drift of the shared machine hits both rules alike.
 * **Two estimates of the gain in E[N].** (a) *Measured*: tokens per iteration N = accepted
   + 1, averaged over the iterations that drafted the full k, per prompt and rule; the gain
-  is the paired difference per prompt. (b) *Exact given the draft*: in every iteration of
-  both arms, from the p, q rows and the draft the loop computed anyway, the expected number
-  of accepted drafts under each rule for **that** draft block, E[τ | x] = Σᵢ Π_{j≤i}
-  min(1, pⱼ(xⱼ)/qⱼ(xⱼ)) token-wise and Σᵢ aᵢ for block (chapter 9: P(τ ≥ i | xⁱ) = aᵢ).
-  Both rules see the same x, so their difference is ≥ 0 iteration by iteration and has
-  far less noise than (a). It compares the rules on the pooled contexts both arms
-  visited; it is not the gain over each rule's own contexts (iterations start at
-  different places under the two rules), which (a) estimates.
+  is the paired difference per prompt. (b) *Prefix-conditional* (the JSON keys say
+  ``exact_…`` for historical reasons): in every iteration of both arms that drafted the
+  full k, from the p, q rows and the draft the loop computed anyway, Σᵢ Π_{j≤i}
+  min(1, pⱼ(xⱼ)/qⱼ(xⱼ)) token-wise, which is E[τ | x] for that draft block, and Σᵢ aᵢ
+  for block, which is *not* E[τ | x]: aᵢ = P(τ ≥ i | first i drafts) averages over the
+  later drafts (chapter 9, lemma ch9-lem-weights), so Σᵢ aᵢ has mean E[τ] in that context
+  but a single draft's E[τ | x] under block can be above or below it. The difference of
+  the two sums is ≥ 0 iteration by iteration (aᵢ ≥ Π_{j≤i} min(1, rⱼ) term by term);
+  given the past, its mean is the gain in that context, with far less noise than (a).
+  It compares the rules on the pooled contexts both arms visited; it is not the gain
+  over each rule's own contexts (iterations start at different places under the two
+  rules), which (a) estimates.
 * **Speed.** Tokens per CPU-second (``time.process_time``, one torch thread: on the
   shared 2-core machine the wall clock also counts waiting for a core); wall clock beside
   it. The ratio block/token-wise per prompt, geometric mean over prompts.
-* **Intervals**: 95 % percentile bootstrap over prompts (prompts resampled, pairs kept).
+* **Intervals** (keys ``*_ci95``): percentile bootstrap over prompts (prompts resampled,
+  pairs kept) at nominal 95 %. With 12 prompts the percentile bootstrap covers less than
+  95 % (tests/test_block.py simulates it), so these are not 95 % confidence intervals;
+  chapter 9 quotes none of them.
   The rule plug-ins are wrapped by the same bookkeeping (so both arms pay it).
 """
 
@@ -51,9 +58,10 @@ def exact_given_draft(p: torch.Tensor, q: torch.Tensor, draft: torch.Tensor):
     Token-wise, Π_{j≤i} min(1, rⱼ) = P(ℓ ≥ i | draft). For block, aᵢ = P(ℓ ≥ i | first i
     drafts) conditions on the prefix only and averages over the later drafts (lemma
     ch9-lem-weights); P(ℓ ≥ i | whole draft) = 1 − Π_{j≥i}(1 − hⱼ) differs, so Σᵢ aᵢ is an
-    unbiased, prefix-conditional estimate of E[ℓ] in this context, not E[ℓ | draft], and
-    the per-draft difference of the sums can have either sign in expectation terms. A prefix
-    of length k' < k gives the same for draft length k'.
+    unbiased, prefix-conditional estimate of E[ℓ] in this context, not E[ℓ | draft]. The
+    difference of the two returned sums is ≥ 0 for every draft (aᵢ ≥ Π_{j≤i} min(1, rⱼ)
+    term by term); the difference of E[ℓ | draft] between the rules can have either sign.
+    A prefix of length k' < k gives the same for draft length k'.
     """
     k = draft.shape[0]
     if k == 0:
@@ -82,7 +90,10 @@ def _wrapped(rule: str, log: list):
 
 
 def bootstrap(x: np.ndarray, stat=np.mean, n: int = 10_000, seed: int = 0) -> list[float]:
-    """95 % percentile bootstrap interval of stat(x) over the rows of x."""
+    """Percentile bootstrap interval of stat(x) over the rows of x, nominal level 95 %.
+
+    Nominal only: with few rows (12 prompts here) its coverage is below 95 %.
+    """
     x = np.asarray(x, dtype=float)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, len(x), size=(n, len(x)))

@@ -11,11 +11,14 @@ the rule runs k independent tests, "keep the first i drafts" passing with probab
 keeps the **longest** prefix ℓ whose test passes (ℓ = 0 if none does), and appends one token
 drawn from norm(max(0, a_ℓ p_{ℓ+1} − q_{ℓ+1})) when ℓ < k, or the bonus token from p_{k+1}
 when ℓ = k. Its output is exactly the target's and P(ℓ ≥ i) is the largest any valid
-verifier of the same draft can reach (chapter 9, theorems ch9-thm-exact, ch9-thm-optimal).
+verifier of the same draft can reach among those that keep a prefix of the draft and then
+emit one token, the target continuing (chapter 9, theorems ch9-thm-exact,
+ch9-thm-optimal). Valid verifiers that emit several tokens of their own after the kept
+prefix can accept more (chapter 9, section "Outside the class").
 
 The second half of the module enumerates, for small toy models, every draft block and every
 outcome: the exact joint law of the first k+1 emitted tokens, the law of the number of
-accepted drafts, and the ceiling Σᵢ Σ min(p(xⁱ), q(xⁱ)) no verifier can pass.
+accepted drafts, and the ceiling Σᵢ Σ min(p(xⁱ), q(xⁱ)) no valid verifier can pass.
 """
 
 from __future__ import annotations
@@ -306,8 +309,10 @@ def accepted_upper_bound(target, draft, k: int, *, context: Sequence[int] = ()) 
     """Σᵢ₌₁ᵏ Σ_{xⁱ} min(p(xⁱ), q(xⁱ)): no valid verifier accepts more drafts on average (ch. 9).
 
     P(ℓ ≥ i, Xⁱ = xⁱ) is at most q(xⁱ) (the draft must propose xⁱ) and at most p(xⁱ) (the
-    output must be the target's), for each i separately; the bound is not reachable in
-    general (12/9 against 11/9 in the two-token example).
+    output must be the target's), for each i separately, whatever the verifier emits.
+    Verifiers that keep a prefix and emit one token do not reach it in general (block
+    verification, their best, gets 11/9 against 12/9 in the two-token example); verifiers
+    that emit several tokens of their own can (chapter 9, section "Outside the class").
     """
     fp, fq, V, k, ctx = _setup(target, draft, k, context)
     P, Qd = {}, {}

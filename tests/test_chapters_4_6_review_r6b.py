@@ -7,8 +7,11 @@ Statistical tests use a fixed seed and state their false-alarm rate.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import specmath as sm
+from specmath.positional import expected_tokens_positional, markov_acceptance_by_position
+from specmath.temperature import alpha_at_temperature
 
 ALPHAS = np.linspace(0.0, 0.99, 100)
 CS = np.logspace(0, 2, 41)
@@ -97,3 +100,80 @@ def test_chapter_5_exercise_6_answer_is_the_brute_force_best_k_and_never_falls()
     brute = [int(ks[np.argmax(_leviathan_literal(p["alpha"], ks, 1 / c))]) for c in p["cs"]]
     assert np.array_equal(_REGISTRY["ch5-ex6"].compute(), brute)
     assert (np.diff(brute) >= 0).all() and brute[0] < brute[-1]
+
+
+# ---- chapter 6 -------------------------------------------------------------------------
+
+def _beta_law_judged_rate(a_b: float, b_b: float, k: int):
+    """Exact E[N], and accepted ÷ judged positions, for α ~ Beta(a_b, b_b) per iteration."""
+    from scipy import integrate, special
+
+    def pdf(a):
+        return a ** (a_b - 1) * (1 - a) ** (b_b - 1) / special.beta(a_b, b_b)
+
+    en = integrate.quad(lambda a: pdf(a) * sm.expected_tokens(a, k), 0, 1)[0]
+    e_ak = special.beta(a_b + k, b_b) / special.beta(a_b, b_b)
+    return en, (en - 1) / (en - e_ak)
+
+
+def test_jensen_sign_holds_at_the_per_iteration_mean_but_not_at_the_judged_position_rate():
+    # R6b finding 3: Beta(3.5, 1.5), k = 5: 2.94 < 3.252 < 3.345
+    en, judged = _beta_law_judged_rate(3.5, 1.5, 5)
+    assert sm.expected_tokens(0.7, 5) < en < sm.expected_tokens(judged, 5)
+    assert judged > 0.7
+    # two-point law α ∈ {0.5, 0.9}, k = 5, exact
+    vals = np.array([0.5, 0.9])
+    en2 = sm.expected_tokens(vals, 5).mean()
+    judged2 = (en2 - 1) / (en2 - np.mean(vals ** 5))
+    assert sm.expected_tokens(vals.mean(), 5) < en2 < sm.expected_tokens(judged2, 5)
+    # and the log's rate from simulated iterations agrees with the exact judged rate
+    rng = np.random.default_rng(11)
+    alpha = rng.beta(3.5, 1.5, size=200_000)
+    N = sm.simulate_tokens_per_iteration(alpha, 5, 1, rng)[:, 0]
+    rate_log = (N - 1).sum() / np.minimum(N, 5).sum()
+    assert abs(rate_log - judged) < 0.005        # se ≈ 0.0008: about 6 se
+
+
+def test_falling_profiles_are_underestimated_rising_ones_overestimated_by_the_mean_formula():
+    # R6b finding 20 (chapter 6, theorem ch6-thm-profile), on random profiles
+    gen = np.random.default_rng(3)
+    for k in range(2, 13):
+        raw = gen.uniform(0, 1, size=(4_000, k))
+        for prof, sign in ((-np.sort(-raw, axis=1), 1), (np.sort(raw, axis=1), -1)):
+            exact = 1 + np.cumprod(prof, axis=1).sum(axis=1)
+            assert (sign * (exact - sm.expected_tokens(prof.mean(axis=1), k)) >= -1e-12).all()
+        # unsorted profiles break both: the theorem needs the order
+        exact = 1 + np.cumprod(raw, axis=1).sum(axis=1)
+        gap = exact - sm.expected_tokens(raw.mean(axis=1), k)
+        assert (gap > 0).any() and (gap < 0).any()
+    prof = np.array([0.92, 0.85, 0.78, 0.7, 0.62, 0.55])
+    assert expected_tokens_positional(prof) > sm.expected_tokens(prof.mean(), 6)
+    assert expected_tokens_positional(prof[::-1]) < sm.expected_tokens(prof.mean(), 6)
+
+
+def test_disagreeing_draft_alpha_rises_monotonically_with_temperature_from_zero():
+    # R6b finding 19: only the agreeing draft "climbs back"; the other rises from 0
+    z_t, z_d = np.array([2.0, 1.0, 0.0]), np.array([1.0, 2.0, 0.0])
+    ts = np.logspace(-3, 3, 2001)
+    a = alpha_at_temperature(z_t, z_d, ts)
+    assert a[0] < 1e-6 and (np.diff(a) >= 0).all()
+    live = a[:-1] > 1e-200                  # below that, α underflows to exactly 0
+    assert live.sum() > 1500 and (np.diff(a)[live] > 0).all()
+
+
+def test_chapter_6_exercise_5_is_not_the_body_toy_whose_answer_the_chapter_prints():
+    # R6b finding 12
+    from specmath.exercises import ch6
+
+    p = ch6.PARAMS["ch6-ex5"]
+    body = {"vocab_size": 6, "closeness": 0.6, "seed": 1, "context_token": 0, "k": 4}
+    assert p != body
+    t, d = sm.toy.toy_pair(p["vocab_size"], p["closeness"], seed=p["seed"])
+    M = np.minimum(t.transition, d.transition)
+    reach = np.ones(p["vocab_size"])
+    en = 1.0
+    for _ in range(p["k"]):
+        reach = M @ reach
+        en += reach[p["context_token"]]
+    a = markov_acceptance_by_position(t.transition, d.transition, p["context_token"], p["k"])
+    assert expected_tokens_positional(a) == pytest.approx(en)

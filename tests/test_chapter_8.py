@@ -145,6 +145,11 @@ def test_recorded_lossy_file_has_provenance_and_consistent_fields():
         a, g = np.array(pr["alpha"]), np.array(pr["alpha_greedy"])
         assert a.size == pr["L"] == g.size and ((0 <= a) & (a <= 1)).all()
         assert g.mean() < a.mean()     # the chapter: the one-hot draft is lower per text
+    # the chapter: the texts differ more than the two drafts do (per-text α range wider
+    # than the largest per-text gap between sampled and one-hot drafts)
+    a_t = np.array([np.mean(pr["alpha"]) for pr in R["prompts"]])
+    g_t = np.array([np.mean(pr["alpha_greedy"]) for pr in R["prompts"]])
+    assert a_t.max() - a_t.min() > (a_t - g_t).max()
 
 
 def test_greedy_minus_sampled_acceptance_is_surplus_at_mode_minus_overlap_elsewhere():

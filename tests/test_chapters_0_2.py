@@ -602,3 +602,37 @@ def test_float32_sums_of_the_same_terms_depend_on_their_order():
     of the same float32 terms differ (why a (k+1)-token pass may round p differently)."""
     t = np.random.default_rng(7).standard_normal(4096).astype(np.float32)
     assert np.cumsum(t)[-1] != np.cumsum(t[::-1])[-1]
+
+
+# ------------------------------------------------ the preface's two tripwires (ch. 0)
+
+def test_leviathan_theorem_3_8_typed_out_literally_equals_the_course_speedup():
+    """(1 − α^(γ+1)) / ((1 − α)(γ c_L + 1)), evaluated as printed, equals E[N]/(1 + k/c)
+    with γ = k and c_L = 1/c; it would not with c_L = c (the tripwire)."""
+    alphas = np.linspace(0, 0.99, 100)
+    for c in (2.0, 10.0, 20.0):
+        c_L = 1 / c
+        for k in range(11):
+            lev = (1 - alphas ** (k + 1)) / ((1 - alphas) * (k * c_L + 1))
+            np.testing.assert_allclose(lev, sm.speedup(alphas, k, c), rtol=1e-12)
+            if k > 0:
+                wrong = (1 - alphas ** (k + 1)) / ((1 - alphas) * (k * c + 1))
+                assert not np.allclose(wrong, sm.speedup(alphas, k, c))
+
+
+def test_chen_verification_in_their_letters_emits_our_target_only_with_letters_swapped():
+    """Chen et al.'s rule as printed (x ~ p_C, keep if r < q_C/p_C, else (q_C − p_C)+):
+    with p_C = our draft it passes a G-test against our target (level 0.01, the false-alarm
+    rate); with the letters read as ours it emits the draft and is rejected (TV 0.224 at
+    50,000 draws: power ≈ 1)."""
+    p, q = P_ANIMALS, Q_ANIMALS
+    r = np.random.default_rng(2302)
+
+    def chen(p_C, q_C, n):
+        x = r.choice(5, size=n, p=p_C)
+        keep = r.random(n) < np.minimum(1, q_C[x] / p_C[x])
+        res = np.maximum(q_C - p_C, 0)
+        return np.where(keep, x, r.choice(5, size=n, p=res / res.sum()))
+
+    assert stats.g_test(np.bincount(chen(q, p, 50_000), minlength=5), p).pvalue > 0.01
+    assert stats.g_test(np.bincount(chen(p, q, 50_000), minlength=5), p).pvalue < 0.01

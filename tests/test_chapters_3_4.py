@@ -459,7 +459,7 @@ def test_exercise_answers_are_registered_and_accept_an_independent_computation(k
         "ch3-ex3": np.minimum(*overlap_pair(0.0, 0.5)).sum(),
         "ch3-ex4": np.maximum(0.75 * p, 0.25 * q).sum(),
         "ch3-ex5": 0.5 * np.abs(p - q).sum(),
-        "ch4-ex1": [sum(0.7 ** i for i in range(6)), sum(0.8 ** i for i in range(6))],
+        "ch4-ex1": [sum(0.7 ** i for i in range(7)), sum(0.8 ** i for i in range(7))],
         "ch4-ex2": sum((2 * n - 1) * 0.8 ** (n - 1) for n in range(1, 7))
                    - sum(0.8 ** i for i in range(6)) ** 2,
         "ch4-ex3": [sm.alpha_from_acceptance_rate(0.6, 4), 1 + 4 * 0.6],

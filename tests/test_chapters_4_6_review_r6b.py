@@ -177,3 +177,54 @@ def test_chapter_6_exercise_5_is_not_the_body_toy_whose_answer_the_chapter_print
         en += reach[p["context_token"]]
     a = markov_acceptance_by_position(t.transition, d.transition, p["context_token"], p["k"])
     assert expected_tokens_positional(a) == pytest.approx(en)
+
+
+# ---- chapter 4 -------------------------------------------------------------------------
+
+def test_chapter_4_exercise_1_answer_is_not_the_running_example_printed_in_the_body():
+    # R6b finding 12: E[N] at α = 0.8, k = 5 (3.6893) is printed in the chapter
+    from specmath.exercises import _REGISTRY, exercise_keys
+
+    exercise_keys()
+    answer = np.asarray(_REGISTRY["ch4-ex1"].compute())
+    assert not np.isclose(answer, sm.expected_tokens(0.8, 5)).any()
+    assert np.allclose(answer, [sum(a ** i for i in range(7)) for a in (0.7, 0.8)])
+    # the colleague's figures (2.84, 3.28) stay too low, and the gain understated
+    assert answer[0] > 2.84 and answer[1] > 3.28 and answer[1] / answer[0] > 3.28 / 2.84
+
+
+def test_kernel_theorem_by_enumerating_every_draft_path_of_a_markov_pair():
+    # R6b finding 5: the kernel theorem's Markov hypothesis; eq. ch4-EN-markov and
+    # eq. ch4-kernel against an enumeration of all draft/accept/correct paths (V = 3)
+    gen = np.random.default_rng(4)
+    V = 3
+    P = gen.dirichlet(np.ones(V), size=V)
+    Q = gen.dirichlet(np.ones(V), size=V)
+    Q[1] = np.array([0.0, 1.0, 0.0])           # a one-hot draft row with q(x) = 0
+    M, R = np.minimum(P, Q), np.maximum(P - Q, 0.0)
+    mp = np.linalg.matrix_power
+
+    def walk(prev, pr, i, k, out):
+        """Add every continuation of an accepted prefix of length i (probability pr)."""
+        if i == k:                             # all accepted: the bonus token from p
+            out[0] += pr * (k + 1)
+            out[1] += pr * P[prev]
+            return
+        for x in range(V):
+            pq = Q[prev, x]
+            if pq == 0:
+                continue
+            acc = min(1.0, P[prev, x] / pq)
+            if acc < 1:                        # rejected: correction from the residual
+                out[0] += pr * pq * (1 - acc) * (i + 1)
+                out[1] += pr * pq * (1 - acc) * R[prev] / R[prev].sum()
+            walk(x, pr * pq * acc, i + 1, k, out)
+
+    for k in range(0, 4):
+        T_thm = sum(mp(M, n) @ R for n in range(k)) + mp(M, k) @ P
+        for s in range(V):
+            out = [0.0, np.zeros(V)]
+            walk(s, 1.0, 0, k, out)
+            assert out[0] == pytest.approx(sum((mp(M, n) @ np.ones(V))[s]
+                                               for n in range(k + 1)))
+            np.testing.assert_allclose(out[1], T_thm[s], atol=1e-12)

@@ -352,6 +352,13 @@ def test_verifiers_emitting_several_own_tokens_reach_the_ceiling_and_beat_block(
         wide = best_valid_verifier(target, draft, k, "all")
         assert wide == pytest.approx(sm.accepted_upper_bound(target, draft, k), abs=1e-7)
         assert wide > sm.expected_accepted(target, draft, k) + 1e-3
+    # a one-hot draft: even the wider class keeps at most Π p_j(d_j) (corollary
+    # ch9-cor-onehot, proved from H(dⁱ) ≤ p(dⁱ) alone), which token-wise already reaches
+    target, _ = toy.toy_pair(3, 0.5, seed=2)
+    onehot = toy.MarkovLM(np.eye(3)[[1, 2, 0]], np.eye(3)[1])
+    for k in (1, 2, 3):
+        assert best_valid_verifier(target, onehot, k, "all") == pytest.approx(
+            sm.expected_accepted(target, onehot, k, rule="tokenwise"), abs=1e-7)
 
 
 # ---- statistical exactness of block_step ------------------------------------------------------

@@ -549,3 +549,47 @@ def test_benchmark_quick_mode_runs_on_tiny_models(tmp_path):
     # construction (aᵢ ≥ Π min(1, rⱼ) termwise): a regression check of the arithmetic only
     assert all(row["min_exact_gain_iteration"] >= -1e-9 for row in s.values())
     assert R["provenance"]["shared_machine"] is True
+
+
+def test_torch_block_verifier_reads_nothing_back_to_the_host():
+    # R6c finding 16: chapter 9 says specmath.llm._verify_block makes no host
+    # synchronisation. On a GPU every tensor → host read (.item(), .tolist(), bool(),
+    # int(), float(), .numpy()) is one; count them through torch's function mode while it
+    # verifies random drafts, including a forbidden token and a p = q row. The control
+    # (an explicit .item()) shows the counter sees such reads.
+    torch = pytest.importorskip("torch")
+    from specmath import llm
+
+    class HostReads(torch.overrides.TorchFunctionMode):
+        NAMES = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy"}
+
+        def __init__(self):
+            super().__init__()
+            self.n = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.n += getattr(func, "__name__", "") in self.NAMES
+            return func(*args, **(kwargs or {}))
+
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for k in (1, 3, 5):
+        p = torch.rand(k + 1, 7, generator=g) ** 3
+        q = torch.rand(k, 7, generator=g) ** 3
+        p, q = p / p.sum(1, keepdim=True), q / q.sum(1, keepdim=True)
+        draft = torch.multinomial(q, 1, generator=g)[:, 0]
+        cases.append((p, q, draft))
+    p, q, _ = cases[1]
+    p = p.clone()
+    p[1, 2] = 0.0
+    p[1] /= p[1].sum()
+    cases.append((p, q, torch.tensor([0, 2, 1])))          # the target forbids x₂
+    cases.append((q[:1].repeat(3, 1), q[:1].repeat(2, 1), torch.tensor([4, 4])))  # p = q
+    with HostReads() as reads:
+        for p, q, draft in cases:
+            u = torch.rand(draft.shape[0] + 1, generator=g, dtype=torch.float64)
+            llm._verify_block(p, q, draft, u)
+    assert reads.n == 0
+    with HostReads() as control:
+        cases[0][0].sum().item()
+    assert control.n == 1

@@ -520,3 +520,32 @@ def test_ch4_ex4_draft_length_for_a_share_of_the_ceiling_grows_like_inverse_one_
         assert sm.expected_tokens(a, k) >= f / (1 - a) > sm.expected_tokens(a, k - 1)
         if a >= 0.99:
             assert abs(k * (1 - a) / math.log(1 / (1 - f)) - 1) < 20 * (1 - a) + 1e-3
+
+
+def test_smallest_disagreement_over_all_couplings_is_tv_by_linear_programming():
+    """Coupling inequality (ch3-ex6), tight: min Pr(X ≠ Y) over every joint matrix with
+    row sums q and column sums p, solved as a linear program, equals TV(p, q)."""
+    from scipy.optimize import linprog
+
+    rng = np.random.default_rng(6)
+    for V in (2, 5, 9):
+        A_eq = np.vstack([np.kron(np.eye(V), np.ones(V)), np.kron(np.ones(V), np.eye(V))])
+        for _ in range(10):
+            p, q = rng.dirichlet(np.full(V, 0.5)), rng.dirichlet(np.full(V, 0.5))
+            lp = linprog(-np.eye(V).ravel(), A_eq=A_eq, b_eq=np.concatenate([q, p]),
+                         bounds=(0, None), method="highs")
+            assert lp.status == 0
+            assert 1 + lp.fun == pytest.approx(sm.tv_distance(p, q), abs=1e-9)
+
+
+def test_mixing_shrinks_tv_by_a_constant_amount_and_at_relative_rate_one_over_1_minus_w():
+    """Chapter 3's two readings of eq. ch3-alpha-mix, on TV computed directly:
+    TV(p, q_w) = (1 − w) TV(p, q), so −dTV/dw = TV₀ and −d log TV/dw = 1/(1 − w)."""
+    rng = np.random.default_rng(7)
+    p, q = rng.dirichlet(np.ones(8)), rng.dirichlet(np.ones(8))
+    ws = np.linspace(0, 0.9, 91)
+    tv_w = np.array([sm.tv_distance(p, sm.mix(p, q, w)) for w in ws])
+    np.testing.assert_allclose(-np.diff(tv_w) / np.diff(ws), sm.tv_distance(p, q),
+                               rtol=1e-9)
+    rate = -np.gradient(np.log(tv_w), ws)[1:-1]
+    np.testing.assert_allclose(rate, 1 / (1 - ws[1:-1]), rtol=1e-2)

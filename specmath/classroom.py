@@ -66,7 +66,8 @@ def _draw_ch5(rng: np.random.Generator) -> dict:
     # Chapter 5's exercises (specmath/exercises/ch5.py, PARAMS): a copy of the chapter's
     # inputs with these fields drawn. Every list keeps the exercise well posed -- ex1 has
     # c > 1, ex2 an interior optimum (alpha >= 0.6 > 1/c), ex4 a crossing in (0, 1)
-    # (c > 1), ex5 a target below the best speedup reachable with k <= 64 at alpha -> 1
+    # (c > 1), ex3 a draft length k >= 1 (so c_{k-1} exists), ex5 a target below the
+    # best speedup reachable with k <= 64 at alpha -> 1
     # (tested over many IDs in tests/test_classroom.py).
     from .exercises import ch5
 
@@ -76,8 +77,7 @@ def _draw_ch5(rng: np.random.Generator) -> dict:
         "ch5-ex1": {"c": [2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 12.0,
                           15.0, 16.0, 20.0, 25.0]},
         "ch5-ex2": {"alpha": alphas, "c": [5.0, 8.0, 10.0, 12.0, 15.0, 20.0, 25.0, 30.0]},
-        "ch5-ex3": {"alpha": alphas[:-1], "c_slow": [3.0, 4.0, 5.0, 6.0],
-                    "c_fast": [15.0, 20.0, 25.0, 30.0, 40.0]},
+        "ch5-ex3": {"alpha": alphas[:-1], "k": [2, 3, 4, 5, 6]},
         "ch5-ex4": {"c": [5.0, 6.0, 8.0, 10.0, 12.0, 15.0, 20.0], "k_low": [2, 3, 4, 5, 6]},
         "ch5-ex5": {"c": [5.0, 8.0, 10.0, 12.0, 15.0, 20.0],
                     "target_speedup": [1.5, 2.0, 2.5, 3.0]},

@@ -510,6 +510,40 @@ def test_g_test_degrees_of_freedom_count_only_tokens_the_law_can_produce():
     assert stats.g_test(counts, p).dof == 2
 
 
+
+def test_ch2_ex4_greedy_top_token_is_over_proposed_so_the_residual_enters_the_output():
+    # issue 16, S20: with the old data the greedy token was under-proposed, always
+    # accepted, and the residual never entered. Exercise 2.4's draft softmax q_greedy must
+    # over-propose its top token; the answer must then be the TV of a·δ + (1 − a)·r, the
+    # output must over-produce a token besides the top one, and running the verifier on
+    # greedy drafts must reproduce that output (Hoeffding over the 2^5 − 2 events and a
+    # union bound: Pr(TV ≥ 0.02) ≤ 30·exp(−2·20000·0.02²) < 4e-6).
+    from specmath.exercises import ch2
+    p, q = ch2.DATA["p"], ch2.DATA["q_greedy"]
+    xq = int(np.argmax(q))
+    a = p[xq] / q[xq]
+    assert a < 1                                   # over-proposed: rejected at times
+    out = a * (np.arange(p.size) == xq) + (1 - a) * sm.residual_distribution(p, q)
+    assert np.allclose(out, mismatched_output_distribution(p, q, greedy(q)))
+    truth = float(_REGISTRY["ch2-ex4"].compute())
+    assert truth == pytest.approx(0.5 * np.abs(out - p).sum())
+    over = set(np.flatnonzero(out > p + 1e-12))
+    assert xq in over and len(over) > 1
+    # the old pair: under-proposed top token, a point mass, bias 1 − p(x_q*)
+    qe = ch2.DATA["q"]
+    xe = int(np.argmax(qe))
+    assert qe[xe] < p[xe]
+    assert sm.tv_distance(mismatched_output_distribution(p, qe, greedy(qe)), p) == (
+        pytest.approx(1 - p[xe]))
+    rng = np.random.default_rng(24)
+    n = 20_000
+    rows = np.stack([p, p])
+    emitted = [sm.speculative_step(rows, q[None], [xq], rng)[0] for _ in range(n)]
+    freq = np.bincount(emitted, minlength=p.size) / n
+    assert sm.tv_distance(freq, out) < 0.02
+    assert sm.tv_distance(freq, p) > truth - 0.02       # the bias is seen, not only computed
+
+
 # ------------------------------------------- fresh randomness (ch. 2, requirement (ii))
 
 P_ANIMALS = np.array([0.35, 0.25, 0.20, 0.12, 0.08])

@@ -462,7 +462,9 @@ def test_exercise_answers_are_registered_and_accept_an_independent_computation(k
         "ch4-ex1": [sum(0.7 ** i for i in range(7)), sum(0.8 ** i for i in range(7))],
         "ch4-ex2": sum((2 * n - 1) * 0.8 ** (n - 1) for n in range(1, 7))
                    - sum(0.8 ** i for i in range(6)) ** 2,
-        "ch4-ex3": [sm.alpha_from_acceptance_rate(0.6, 4), 1 + 4 * 0.6],
+        # issue 16, S31: two readings, k = 2 (a quadratic) and k = 4 (a bisection)
+        "ch4-ex3": [(math.sqrt(1 + 8 * 0.7) - 1) / 2, sm.alpha_from_acceptance_rate(0.6, 4),
+                    1 + 4 * 0.6],
         "ch4-ex4": math.ceil(math.log(0.05) / math.log(0.9) - 1),
         # share of tokens from full iterations: (k + 1) α^k / E[N] (issue 16: retuned)
         "ch4-ex5": 4 * 0.6 ** 3 / sum(0.6 ** i for i in range(4)),
@@ -520,6 +522,32 @@ def test_ch4_ex4_draft_length_for_a_share_of_the_ceiling_grows_like_inverse_one_
         assert sm.expected_tokens(a, k) >= f / (1 - a) > sm.expected_tokens(a, k - 1)
         if a >= 0.99:
             assert abs(k * (1 - a) / math.log(1 / (1 - f)) - 1) < 20 * (1 - a) + 1e-3
+
+
+def test_ch4_ex3_needs_a_by_hand_inversion_and_heterogeneity_never_lowers_the_implied_alpha():
+    # issue 16, S31: exercise 4.3 is no longer one library call. Its first reading is at
+    # k = 2, where the rate is the quadratic (α + α²)/2; its second at k = 4; and part (d)
+    # claims that when α varies across iterations (fixed within one) the α implied by a
+    # reading never falls as k grows, which the two readings show (strictly).
+    from specmath.exercises import ch4 as ex4
+
+    (r1, r2), (k1, k2) = ex4.EX3_RATES, ex4.EX3_KS
+    assert k1 == 2 < k2
+    a1 = (np.sqrt(1 + 8 * r1) - 1) / 2
+    assert (a1 + a1 ** 2) / 2 == pytest.approx(r1)
+    a1_, a2_, tau = _REGISTRY["ch4-ex3"].compute()
+    assert a1_ == pytest.approx(a1) and a2_ > a1_ and tau == pytest.approx(1 + k2 * r2)
+    assert sm.acceptance_rate_from_alpha(a2_, k2) == pytest.approx(r2)
+    gen = np.random.default_rng(5)
+    for _ in range(500):
+        vals, w = gen.uniform(0.01, 0.999, 4), gen.dirichlet(np.ones(4) * 0.5)
+        implied = [sm.alpha_from_acceptance_rate(
+            sum(w @ vals ** j for j in range(1, k + 1)) / k, k) for k in range(1, 9)]
+        assert (np.diff(implied) >= -1e-9).all()
+    # a constant α gives the same implied α at every k (the i.i.d. case: no gap)
+    assert sm.alpha_from_acceptance_rate(sm.acceptance_rate_from_alpha(0.8, 4), 4) == (
+        pytest.approx(sm.alpha_from_acceptance_rate(sm.acceptance_rate_from_alpha(0.8, 2),
+                                                    2)))
 
 
 def test_smallest_disagreement_over_all_couplings_is_tv_by_linear_programming():

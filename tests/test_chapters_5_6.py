@@ -567,3 +567,30 @@ def test_ch6_ex5_hint_does_not_send_the_student_to_the_forbidden_helper():
     hint = exercises._REGISTRY["ch6-ex5"].hint
     assert "positional" not in hint and "expected_tokens_markov" not in hint
     assert "M" in hint and "loop" in hint
+
+
+def test_ch5_ex3_range_of_c_where_k_is_best_matches_the_best_k_found_by_evaluating_s():
+    # issue 16, S43/S40: exercise 5.3 asks for the range of c over which k is the best
+    # draft length (the calculator gives the best k for one c only). The ratio argument's
+    # thresholds c_k = E_k/α^{k+1} − k must bound exactly the c where optimal_k returns k,
+    # and consecutive thresholds must differ by 1/α^{k+1} − 1 > 0 (so S is unimodal in k)
+    from specmath.exercises import ch5
+    for a in (0.5, 0.7, 0.85, 0.95):
+        for k in range(1, 8):
+            lo, hi = ch5.optimal_c_range(a, k)
+            assert hi - lo == pytest.approx(1 / a ** (k + 1) - 1) and hi > lo
+            for c in np.linspace(lo, hi, 7)[1:-1]:
+                assert sm.optimal_k(a, c) == k
+            assert sm.optimal_k(a, lo * (1 - 1e-6)) == k - 1
+            assert sm.optimal_k(a, hi * (1 + 1e-6)) == k + 1
+            assert sm.speedup(a, k + 1, hi) == pytest.approx(sm.speedup(a, k, hi))
+    assert ch5.longer_draft_threshold(0.7, 0) == pytest.approx(1 / 0.7)   # break-even
+    p3 = ch5.PARAMS["ch5-ex3"]
+    assert np.allclose(_REG()["ch5-ex3"].compute(),
+                       ch5.optimal_c_range(p3["alpha"], p3["k"]))
+
+
+def _REG():
+    from specmath import exercises
+    exercises.exercise_keys()
+    return exercises._REGISTRY

@@ -3,7 +3,7 @@
 Builds the student edition (``scripts/make_student.py``) from the reader notebooks, then,
 for every chapter, runs the student notebook top to bottom in a fresh kernel from an empty
 folder outside the repository, answering every exercise where its placeholder stands,
-through the checker call the placeholder names (``check("ch5-ex3", [k_slow, k_fast])``,
+through the checker call the placeholder names (``check("ch5-ex3", [c_low, c_high])``,
 the statement's own variables): the instructor's value must print ✅; a wrong number must
 print a ❌ message, never a traceback. A ``NameError`` for ``check`` (issue 15, item 3) or
 any other error fails the test with the cell; so does a cell ending in ``glue(...)`` that
@@ -68,9 +68,9 @@ for _values, _want in ((_truth, True), (_truth * 1.5 + 1.0, False)):
 
 
 def test_answer_cell_sets_the_statements_variables():
-    src = answer_cell("ch5-ex3", "[k_slow, k_fast]")
-    assert "check('ch5-ex3', [k_slow, k_fast])" in src
-    assert "_names = ['k_slow', 'k_fast']" in src
+    src = answer_cell("ch5-ex3", "[c_low, c_high]")
+    assert "check('ch5-ex3', [c_low, c_high])" in src
+    assert "_names = ['c_low', 'c_high']" in src
     m = PLACEHOLDER.match('# Your solution to exercise ch5-ex4: compute `alpha`, then check '
                           'with\n# check("ch5-ex4", alpha)\n')
     assert m and m.groups() == ("ch5-ex4", "alpha")

@@ -167,3 +167,61 @@ def test_the_preface_list_of_reused_letters_names_every_reuse_the_review_found()
     ch2 = next(p for p in SOURCES if p.name.startswith("02_"))
     assert not any(re.search(r"(?<![\\A-Za-z_])S(?![A-Za-z])", s) and "in S" in s
                    for s in _math_spans(ch2))
+
+
+# S7 (student walk-through): α is an acceptance *probability* everywhere. "Acceptance
+# rate" stays allowed for an empirical count (accepted ÷ drafted, ρ, a simulated or pooled
+# frequency) or an engine's metric, and then its sentence must say so; an unqualified
+# "acceptance rate" (a caption "Acceptance rate against …", "an acceptance rate of 0.4") is
+# read as α and fails, and so does "rate" written next to α or for an average or
+# per-position α ("the mean rate", "per-position rates").
+_RATE = re.compile(r"acceptance[ \t\n-]+rates?\b", re.I)
+_EMPIRICAL = re.compile(r"\b(draft|drafted|simulated|measured|pooled|empirical|observed|"
+                        r"vLLM|engine)\b", re.I)
+_RATE_ALPHA = re.compile(r"\brates?[ \t\n]+(α|\$\\alpha)|\b(mean|average|per-position|"
+                         r"first-position|position's|per-iteration|conditional)"
+                         r"[ \t\n-]+rates?\b", re.I)
+_SENTENCE_END = re.compile(r"(\.\s|:\s|\n\s*\n|\|)")
+LABEL_SOURCES = sorted((ROOT / "specmath" / "plots").glob("*.py")) + sorted(
+    (ROOT / "specmath" / "widgets").glob("*.py"))
+
+
+def alpha_called_a_rate(text: str) -> tuple[list[str], int]:
+    """The places in ``text`` that call α an acceptance rate, and how many uses of
+    "acceptance rate" were allowed (qualified as empirical within their sentence)."""
+    bad, allowed = [], 0
+    for m in _RATE.finditer(text):
+        before = text[max(0, m.start() - 80):m.start()]
+        ends = list(_SENTENCE_END.finditer(before))
+        sentence = before[ends[-1].end():] if ends else before
+        if _EMPIRICAL.search(sentence):
+            allowed += 1
+        else:
+            bad.append(text[max(0, m.start() - 40):m.end() + 20].replace("\n", " "))
+    bad += [text[max(0, m.start() - 40):m.end() + 10].replace("\n", " ")
+            for m in _RATE_ALPHA.finditer(text)]
+    return bad, allowed
+
+
+def test_the_rate_check_catches_alpha_called_a_rate_and_allows_the_empirical_rate():
+    old_captions = ("    caption: 'Acceptance rate against temperature for a three-token\n"
+                    "    caption: Acceptance rate at $T = 1$ against the entropy\n"
+                    "Ch5 once said: an acceptance rate of 0.4 is too low.\n"
+                    "The draft acceptance rate α is wrong too.\n"
+                    "the i.i.d. formula at the mean rate is too low; per-position rates\n")
+    bad, allowed = alpha_called_a_rate(old_captions)
+    assert len(bad) == 6, bad
+    fine = ("The draft acceptance rate $\\rho$ = accepted ÷ drafted.\n"
+            "In 5,000 simulated drafts, the acceptance rate was 0.6.\n"
+            "alt: Pooled acceptance rate per draft position.\n"
+            "For a measured acceptance rate from a real system, ...\n")
+    assert alpha_called_a_rate(fine) == ([], 4)
+
+
+def test_chapters_0_7_and_plot_labels_never_call_alpha_an_acceptance_rate():
+    allowed = 0
+    for path in EARLY + LABEL_SOURCES:
+        bad, n = alpha_called_a_rate(path.read_text(encoding="utf-8"))
+        assert not bad, f"{path.relative_to(ROOT)} calls α an acceptance rate: {bad}"
+        allowed += n
+    assert allowed >= 8        # the empirical uses are seen, so the check is not vacuous

@@ -11,6 +11,9 @@ from . import register
 DATA = {
     "p": np.array([0.10, 0.45, 0.25, 0.15, 0.05]),
     "q": np.array([0.30, 0.35, 0.05, 0.20, 0.10]),
+    # ch2-ex4: a greedy draft whose top token is over-proposed (q > p there), so the
+    # verifier rejects it at times and the residual enters the output
+    "q_greedy": np.array([0.35, 0.25, 0.05, 0.20, 0.15]),
     # ch2-ex5: the toy Markov pair
     "toy_vocab": 6,
     "toy_closeness": 0.6,
@@ -47,7 +50,7 @@ def _ex3():
 def _ex4():
     from ..distributions import tv_distance
     from ..pitfalls import greedy, mismatched_output_distribution
-    p, q = DATA["p"], DATA["q"]
+    p, q = DATA["p"], DATA["q_greedy"]
     return tv_distance(mismatched_output_distribution(p, q, greedy(q)), p)
 
 
@@ -69,5 +72,6 @@ register("ch2-ex2", _ex2, atol=1e-9,
                "still has to be a distribution."))
 register("ch2-ex3", _ex3, hint="Where can the residual put mass, and where can a rejection happen?")
 register("ch2-ex4", _ex4, hint=("The draft always proposes its top token, but the verifier believes it "
-              "was sampled."))
+              "was sampled. How often is that token rejected, and where does the "
+              "residual put the mass it frees?"))
 register("ch2-ex5", _ex5, hint="Enumerate the first drafted token; the second acceptance depends on it.")

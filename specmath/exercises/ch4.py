@@ -14,7 +14,8 @@ from . import register
 EX1_ALPHAS = (0.7, 0.8)
 EX1_K = 6     # not the body's k = 5, whose E[N] at α = 0.8 the chapter prints (R6b 12)
 EX2_ALPHA, EX2_K = 0.8, 5
-EX3_RATE, EX3_K = 0.6, 4
+# ch4-ex3: the same draft's dashboard reading at two draft lengths (k = 2, then k = 4)
+EX3_RATES, EX3_KS = (0.7, 0.6), (2, 4)
 EX4_ALPHA, EX4_FRACTION = 0.9, 0.95
 EX5_ALPHA, EX5_K = 0.6, 3
 EX6_V, EX6_CLOSENESS, EX6_SEED, EX6_K = 5, 0.5, 2, 3
@@ -32,8 +33,9 @@ def _ex2():
 
 
 def _ex3():
-    a = alpha_from_acceptance_rate(EX3_RATE, EX3_K)
-    return np.array([a, expected_tokens(a, EX3_K)])
+    # [α implied by the k = 2 reading, α implied by the k = 4 reading, τ at k = 4]
+    a1, a2 = (alpha_from_acceptance_rate(r, k) for r, k in zip(EX3_RATES, EX3_KS, strict=True))
+    return np.array([a1, a2, expected_tokens(a2, EX3_KS[1])])
 
 
 def _ex4():
@@ -61,8 +63,9 @@ register("ch4-ex1", _ex1, hint=("Which closed form of this chapter gives the mea
               "Use it at both α."))
 register("ch4-ex2", _ex2, hint=("The tail-sum trick of the chapter works for the second moment too; "
               "then take the variance."))
-register("ch4-ex3", _ex3, hint=("Express the dashboard's rate through the mean tokens per iteration: "
-              "what does it fix without α?"))
+register("ch4-ex3", _ex3, hint=("At the shorter draft the rate is a quadratic in α: keep its root in "
+              "[0, 1]. At the longer one, bracket α and halve the bracket. For τ, count "
+              "the tokens an iteration emits: what does the rate fix without α?"))
 register("ch4-ex4", _ex4, rtol=0.0, atol=0.0,
          hint=("The gap between the mean at draft length k and its ceiling 1/(1 − α) "
                "is a power of α divided by 1 − α. Require it to be at most (1 − f)/(1 − α), "

@@ -14,7 +14,7 @@ from . import register
 PARAMS = {
     "ch5-ex1": {"c": 3.0},
     "ch5-ex2": {"alpha": 0.85, "c": 20.0},
-    "ch5-ex3": {"alpha": 0.7, "c_slow": 5.0, "c_fast": 20.0},
+    "ch5-ex3": {"alpha": 0.7, "k": 4},
     "ch5-ex4": {"c": 10.0, "k_low": 4},
     "ch5-ex5": {"c": 10.0, "target_speedup": 3.0},
     "ch5-ex6": {"alpha": 0.75, "cs": [2.0, 4.0, 8.0, 16.0, 32.0, 64.0]},
@@ -53,6 +53,18 @@ def best_k_and_speedup(alpha: float, c: float) -> np.ndarray:
     return np.array([x, s_x, k, speedup(alpha, k, c)], dtype=float)
 
 
+def longer_draft_threshold(alpha: float, k: int) -> float:
+    """The c above which drafting k + 1 tokens beats drafting k (chapter 5, exercise 3):
+    S(k+1) > S(k) ⟺ c > c_k = (1 + α + … + α^k)/α^{k+1} − k."""
+    return float(sum(alpha ** j for j in range(k + 1)) / alpha ** (k + 1) - k)
+
+
+def optimal_c_range(alpha: float, k: int) -> np.ndarray:
+    """[c_{k−1}, c_k]: the range of c over which k is the best draft length."""
+    return np.array([longer_draft_threshold(alpha, k - 1),
+                     longer_draft_threshold(alpha, k)], dtype=float)
+
+
 def indifference_alpha(c: float, k_low: int) -> float:
     """The α at which S(k_low) = S(k_low + 1) (above it the longer draft wins)."""
     return _bisect(lambda a: speedup(a, k_low + 1, c) - speedup(a, k_low, c), 1e-9, 1 - 1e-12)
@@ -71,11 +83,10 @@ register("ch5-ex1", lambda: breakeven_alpha_two(**PARAMS["ch5-ex1"]),
 register("ch5-ex2", lambda: best_k_and_speedup(**PARAMS["ch5-ex2"]),
          hint=("The chapter's Lambert-W form gives the continuous optimum; the best "
               "integer is one of its neighbours."))
-register("ch5-ex3", lambda: np.array([optimal_k(PARAMS["ch5-ex3"]["alpha"], c, k_max=K_MAX)
-                                      for c in (PARAMS["ch5-ex3"]["c_slow"],
-                                                PARAMS["ch5-ex3"]["c_fast"])], dtype=float),
-         hint=("Give the two best draft lengths in the order the statement asks (slow "
-              "draft first)."))
+register("ch5-ex3", lambda: optimal_c_range(**PARAMS["ch5-ex3"]),
+         hint=("Compare the speedups of k and k + 1 drafted tokens, clear the "
+               "denominators and solve for c; the lower end of the range is the same "
+               "comparison one step down."))
 register("ch5-ex4", lambda: indifference_alpha(**PARAMS["ch5-ex4"]), rtol=1e-3,
          hint=("How often can the difference of the two speedups change sign as α "
               "grows? Then search for that point."))

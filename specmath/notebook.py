@@ -107,6 +107,7 @@ RESULTS_DIR = Path(__file__).resolve().parent / "data" / "results"
 # which script records which file (for the message when one is missing)
 _RECORDED_BY = {
     "batch": "batch_cost.py", "block": "block_realmodel.py", "lossy": "lossy_realmodel.py",
+    "layers": "layer_cost.py",
     "multidraft": "multidraft_realmodel.py", "realmodel": "realmodel.py",
     "traces": "record_traces.py", "gpu_run": "gpu_run.py",
 }

@@ -4,6 +4,7 @@ Usage (from the repository root)::
 
     .venv/bin/python benchmarks/layer_cost.py            # CPU, about 5 min on 2 busy cores
     .venv/bin/python benchmarks/layer_cost.py --quick    # smoke test
+    .venv/bin/python benchmarks/layer_cost.py --summarize FILE   # redo the summary only
 
 Writes ``specmath/data/results/layers_cpu.json`` (override with ``--out``). Chapter 7 finds
 c (target pass ÷ draft pass, CPU time) below the ratio of the two models' weight counts,
@@ -24,20 +25,23 @@ a one-token decode step of each model to see where:
 Clock: process CPU time (``time.process_time``, one torch thread), wall clock beside it.
 Each block times all ten (model, part) items once, in a fresh shuffled order, after an
 untimed warm-up round: the two models are interleaved and every pair compared is taken
-from one block. Every time is kept; the file also stores the bytes each part reads.
+from one block. Every time is kept; the file also stores the bytes each part reads and a
+``summary`` (medians, order-statistic intervals, GB per CPU second) derived from the times.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
-from _common import PROMPTS, encode, parser, provenance, start, write_result
+from _common import PROMPTS, encode, parser, provenance, start, write_json, write_result
 
-from specmath import llm
+from specmath import llm, stats
 
 PARTS = ("pass", "layer", "linears", "head", "hooked_pass")
 NOTE = ("CPU, one torch thread, on a 2-core machine shared with other jobs; CPU time "
@@ -193,6 +197,34 @@ class Parts:
         return self.time_linears((j + self.L // 2) % self.L)
 
 
+def summarize(R: dict) -> dict:
+    """Per model and part: the median CPU time over the blocks, its order-statistic
+    interval (``specmath.stats.median_ci``, with its exact coverage), the bytes the part
+    reads and GB per CPU second (the interval carried through, as bytes ÷ time is
+    monotone). ``in_pass_layer`` and ``in_pass_head`` are the mean layer and the head
+    timed inside the hooked pass. Derived from the stored times only."""
+    out = {"note": "derived by summarize() from cpu_s and in_pass_cpu_s; interval: "
+                   "order statistics of the per-block values, coverage as stated"}
+    for role, parts in R["cpu_s"].items():
+        ip = R["in_pass_cpu_s"][role]
+        series = dict(parts)
+        series["in_pass_layer"] = np.mean(ip["layers_s"], axis=1).tolist()
+        series["in_pass_head"] = ip["head_s"]
+        b = R["models"][role]["bytes"]
+        nbytes = {"pass": b["pass"], "hooked_pass": b["pass"], "layer": b["layer"],
+                  "linears": b["linears"], "head": b["head"],
+                  "in_pass_layer": b["layer"], "in_pass_head": b["head"]}
+        out[role] = {}
+        for part, x in series.items():
+            lo, hi, cov = stats.median_ci(x, 0.95)
+            m = float(np.median(x))
+            out[role][part] = {"median_s": m, "interval_s": [lo, hi], "coverage": cov,
+                               "bytes": nbytes[part], "gb_per_cpu_s": nbytes[part] / m / 1e9,
+                               "gb_per_cpu_s_interval": [nbytes[part] / hi / 1e9,
+                                                         nbytes[part] / lo / 1e9]}
+    return out
+
+
 def main(argv=None, models=None) -> dict:
     ap = parser(__doc__)
     ap.add_argument("--blocks", type=int, default=100, help="interleaved blocks")
@@ -250,6 +282,7 @@ def main(argv=None, models=None) -> dict:
     R["in_pass_cpu_s"] = in_pass
     R["medians_s"] = {role: {part: float(np.median(v)) for part, v in d.items()}
                       for role, d in cpu.items()}
+    R["summary"] = summarize(R)
     R["provenance"]["loadavg_end"] = list(os.getloadavg())
     R["provenance"]["elapsed_s"] = time.perf_counter() - t0
     write_result(R, args.out, "layers_cpu.json")
@@ -257,4 +290,13 @@ def main(argv=None, models=None) -> dict:
 
 
 if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--summarize":
+        # add (or refresh) the derived summary of a recorded file, times untouched
+        path = Path(sys.argv[2])
+        rec = json.loads(path.read_text())
+        rec["summary"] = summarize(rec)
+        write_json(path, rec)
+        sys.exit(0)
     main()

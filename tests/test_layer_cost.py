@@ -58,6 +58,7 @@ def test_layer_cost_quick_on_tiny_models_times_every_part_and_replays_layers_exa
         assert set(S["cpu_s"][r]) == PARTS
         assert all(len(v) == 3 and min(v) > 0 for v in S["cpu_s"][r].values())
         assert len(S["wall_s"][r]["pass"]) == 3
+        assert S["summary"][r]["head"]["bytes"] == m["bytes"]["head"]
         ip = S["in_pass_cpu_s"][r]
         assert np.shape(ip["layers_s"]) == (3, m["layers"]) and len(ip["head_s"]) == 3
         # the parts timed inside a pass fit inside that pass
@@ -151,3 +152,22 @@ def test_a_missing_layer_result_is_an_error_naming_the_script_that_records_it(
     monkeypatch.setattr(nb, "RESULTS_DIR", tmp_path)
     with pytest.raises(FileNotFoundError, match="layer_cost.py"):
         nb.load_result("layers_cpu.json")
+
+
+def test_committed_summary_is_the_medians_intervals_and_rates_of_the_stored_times():
+    R = _load()
+    for r in TD:
+        ip = R["in_pass_cpu_s"][r]
+        series = {**R["cpu_s"][r], "in_pass_layer": np.mean(ip["layers_s"], axis=1),
+                  "in_pass_head": ip["head_s"]}
+        assert set(R["summary"][r]) == set(series)
+        for part, x in series.items():
+            S = R["summary"][r][part]
+            lo, hi, cov = stats.median_ci(x, 0.95)
+            assert S["median_s"] == pytest.approx(np.median(x), rel=1e-12)
+            assert S["interval_s"] == pytest.approx([lo, hi], rel=1e-12)
+            assert S["coverage"] == pytest.approx(cov) and cov >= 0.95
+            assert lo <= S["median_s"] <= hi
+            assert S["gb_per_cpu_s"] == pytest.approx(S["bytes"] / S["median_s"] / 1e9)
+            g_lo, g_hi = S["gb_per_cpu_s_interval"]
+            assert g_lo <= S["gb_per_cpu_s"] <= g_hi

@@ -228,3 +228,23 @@ def test_kernel_theorem_by_enumerating_every_draft_path_of_a_markov_pair():
             assert out[0] == pytest.approx(sum((mp(M, n) @ np.ones(V))[s]
                                                for n in range(k + 1)))
             np.testing.assert_allclose(out[1], T_thm[s], atol=1e-12)
+
+
+def test_chapter_5_exercise_7_measured_speedup_se_matches_the_spread_of_simulated_benchmarks():
+    # R6b finding 21 (iii): the standard error of ΣN/Σt with noisy iteration times; 300
+    # simulated benchmarks: the sd of Ŝ within 4 relative standard errors of the formula
+    from specmath.exercises import ch5
+
+    # σ = 1 (noisier than the exercise) so that the noise term visibly matters
+    p = dict(ch5.PARAMS["ch5-ex7"], n=4_000, sigma=1.0)
+    S, se = ch5.measured_speedup_se(**p)
+    assert S == pytest.approx(sm.speedup(p["alpha"], p["k"], p["c"]))
+    gen = np.random.default_rng(21)
+    reps = 300
+    N = sm.simulate_tokens_per_iteration(p["alpha"], p["k"], reps * p["n"], gen)
+    t = 1 + p["k"] / p["c"] + p["sigma"] * gen.standard_normal((reps, p["n"]))
+    S_hat = N.reshape(reps, p["n"]).sum(axis=1) / t.sum(axis=1)
+    assert abs(S_hat.std(ddof=1) / se - 1) < 4 / np.sqrt(2 * (reps - 1))
+    # without the timing noise term the formula would understate the spread here
+    se_fixed = ch5.measured_speedup_se(**dict(p, sigma=0.0))[1]
+    assert se / se_fixed > 1 + 8 / np.sqrt(2 * (reps - 1))

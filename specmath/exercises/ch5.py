@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..speedup import optimal_k, optimal_k_continuous, speedup
+from ..speedup import optimal_k, optimal_k_continuous, speedup, tokens_per_iteration_pmf
 from . import register
 
 PARAMS = {
@@ -18,6 +18,7 @@ PARAMS = {
     "ch5-ex4": {"c": 10.0, "k_low": 4},
     "ch5-ex5": {"c": 10.0, "target_speedup": 3.0},
     "ch5-ex6": {"alpha": 0.75, "cs": [2.0, 4.0, 8.0, 16.0, 32.0, 64.0]},
+    "ch5-ex7": {"alpha": 0.75, "k": 4, "c": 8.0, "sigma": 0.2, "n": 10_000},
 }
 
 K_MAX = 64
@@ -96,3 +97,20 @@ register("ch5-ex6", lambda: np.array([optimal_k(PARAMS["ch5-ex6"]["alpha"], c, k
                                       for c in PARAMS["ch5-ex6"]["cs"]], dtype=float),
          hint=("Try every k at each c and keep the best, ties going to the shorter "
                "draft; give the lengths in the order of the c values."))
+
+def measured_speedup_se(alpha: float, k: int, c: float, sigma: float, n: int) -> np.ndarray:
+    """[S, se]: the speedup and the large-n standard error of a measured speedup
+    ΣN_i / Σt_i over n iterations whose times t_i = 1 + k/c + ε_i carry independent noise
+    of standard deviation σ (chapter 5, exercise 7): se = √(Var N + S²σ²) / (√n (1 + k/c))."""
+    n_vals = np.arange(1, k + 2)
+    pmf = tokens_per_iteration_pmf(alpha, k)
+    mean = pmf @ n_vals
+    var = pmf @ n_vals**2 - mean**2
+    cost = 1 + k / c
+    s = mean / cost
+    return np.array([s, np.sqrt(var + s**2 * sigma**2) / (np.sqrt(n) * cost)])
+
+
+register("ch5-ex7", lambda: measured_speedup_se(**PARAMS["ch5-ex7"]), rtol=1e-3,
+         hint=("Centre each iteration: N_i − S t_i has mean zero. Its variance, over the "
+               "mean time per iteration, gives the spread of the ratio."))

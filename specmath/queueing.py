@@ -29,6 +29,9 @@ __all__ = [
     "regenerative_mean_wait",
     "overloaded_mean_e2e",
     "overloaded_service_mean",
+    "overloaded_excess_bounds",
+    "gamma_laplace",
+    "simulate_overloaded_runs",
 ]
 
 
@@ -301,39 +304,43 @@ def regenerative_mean_wait(waits: ArrayLike) -> tuple[float, float, int]:
     return float(r), float(se), int(kk.size)
 
 
-def overloaded_service_mean(duration: ArrayLike, n_requests: ArrayLike,
-                            arrival_rate: ArrayLike) -> float | np.ndarray:
-    """E[T_svc] from a run's duration when the server never idles (ch. 11, eq. ch11-over).
+def overloaded_service_mean(duration: ArrayLike,
+                            n_requests: ArrayLike) -> float | np.ndarray:
+    """Estimate of E[T_svc] from a run's duration: duration / n (ch. 11, ch11-prop-over).
 
-    With Poisson arrivals of rate λ from time 0 and a server busy from the first arrival
-    to the last completion, E[duration] = 1/λ + n E[T_svc].
+    With the first request sent at time 0 (as vLLM's benchmark does), the duration is
+    n E[T_svc] plus the server's idle time, so E[duration]/n ≥ E[T_svc]: the estimate
+    is high by the mean idle time over n, at most (n − 1) E[e^{−λT}]/(nλ) (see
+    :func:`overloaded_excess_bounds`).
 
     Parameters
     ----------
     duration : array_like
-        The run's length, from time 0 to the last completion.
-    n_requests, arrival_rate : array_like
-        n > 0 requests, λ > 0.
+        The run's length, from the first request to the last completion.
+    n_requests : array_like
+        n > 0 requests.
 
     Returns
     -------
     float or ndarray
-        (duration − 1/λ) / n.
+        duration / n.
     """
     d = as_positive(duration, "duration", allow_inf=False)
     n = as_positive(n_requests, "n_requests", allow_inf=False)
-    lam = as_positive(arrival_rate, "arrival_rate", allow_inf=False)
-    return scalar_or_array((d - 1 / lam) / n)
+    return scalar_or_array(d / n)
 
 
 def overloaded_mean_e2e(n_requests: ArrayLike, arrival_rate: ArrayLike,
                         service_mean: ArrayLike) -> float | np.ndarray:
-    """Mean end-to-end latency of n requests when the server never idles (ch. 11).
+    """Lower bound on the mean end-to-end latency of an n-request run (ch. 11).
 
-    Request i arrives at A_i (E[A_i] = i/λ) and leaves at A_1 + T_1 + … + T_i, so
-    E[e2e_i] = i E[T_svc] − (i − 1)/λ whatever the law of T_svc, and the mean over the n
-    requests is (n + 1) E[T_svc]/2 − (n − 1)/(2λ) (eq. ch11-over). Its last request
-    waits (n − 1)(E[T_svc] − 1/λ) on average before its service starts.
+    Request i arrives at 𝒯_i (𝒯_1 = 0, E[𝒯_i] = (i − 1)/λ) and leaves at
+    T_1 + … + T_i plus the server's idle time before it, so
+    E[e2e_i] ≥ i E[T_svc] − (i − 1)/λ whatever the law of T_svc, and the mean over the n
+    requests is at least (n + 1) E[T_svc]/2 − (n − 1)/(2λ) (eq. ch11-over,
+    proposition ch11-prop-over). The excess is at most (n − 1) E[e^{−λT}]/(2λ)
+    (:func:`overloaded_excess_bounds`); it is not zero, because Poisson gaps can exceed
+    any service time.
 
     Parameters
     ----------
@@ -343,9 +350,97 @@ def overloaded_mean_e2e(n_requests: ArrayLike, arrival_rate: ArrayLike,
     Returns
     -------
     float or ndarray
-        The mean end-to-end latency over the n requests.
+        (n + 1) E[T_svc]/2 − (n − 1)/(2λ).
     """
     n = as_positive(n_requests, "n_requests", allow_inf=False)
     lam = as_positive(arrival_rate, "arrival_rate", allow_inf=False)
     m1 = as_positive(service_mean, "service_mean", allow_inf=False)
     return scalar_or_array((n + 1) * m1 / 2 - (n - 1) / (2 * lam))
+
+
+def overloaded_excess_bounds(n_requests: int, arrival_rate: float,
+                             laplace: float) -> tuple[float, float, float]:
+    """How far an n-request run can exceed eq. ch11-over (ch. 11, ch11-prop-over).
+
+    The idle time before request j is at most (G_j − T_{j−1})⁺, G_j the exponential gap
+    before it, whose mean is E[e^{−λT}]/λ (memorylessness). Summed over j = 2 … n:
+
+    * E[duration] − n E[T] ≤ (n − 1) E[e^{−λT}]/λ,
+    * mean e2e − eq. ch11-over ≤ (n − 1) E[e^{−λT}]/(2λ) (request j's idle time delays
+      the n − j + 1 requests from j on),
+    * P(the server idles before the last request) ≤ (n − 1) E[e^{−λT}] (union bound).
+
+    Parameters
+    ----------
+    n_requests : int
+        n ≥ 1.
+    arrival_rate : float
+        λ > 0.
+    laplace : float
+        E[e^{−λT_svc}] in [0, 1] (the Laplace transform of the service law at λ).
+
+    Returns
+    -------
+    (float, float, float)
+        The bounds on the duration's excess, the mean e2e's excess, and P(idle).
+    """
+    n = as_int(n_requests, "n_requests", minimum=1)
+    lam = float(as_positive(arrival_rate, "arrival_rate", allow_inf=False))
+    L = float(np.asarray(laplace, dtype=float))
+    if not 0.0 <= L <= 1.0:
+        raise ValueError(f"laplace must be E[exp(−λT)], in [0, 1]; got {laplace!r}")
+    return (n - 1) * L / lam, (n - 1) * L / (2 * lam), min(1.0, (n - 1) * L)
+
+
+def gamma_laplace(mean: ArrayLike, cv: ArrayLike, s: ArrayLike) -> float | np.ndarray:
+    """E[e^{−sT}] for a gamma service time of the given mean and cv (ch. 11).
+
+    Shape 1/cv², scale mean·cv²: E[e^{−sT}] = (1 + s·mean·cv²)^{−1/cv²}.
+    """
+    m = as_positive(mean, "mean", allow_inf=False)
+    v = as_positive(cv, "cv", allow_inf=False)
+    s_ = as_positive(s, "s", allow_inf=False)
+    return scalar_or_array((1 + s_ * m * v**2) ** (-1 / v**2))
+
+
+def simulate_overloaded_runs(services: ArrayLike, arrival_rate: float,
+                             rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Replications of an n-request benchmark run at one FIFO server (ch. 11).
+
+    The first request is sent at time 0 and the others after exponential gaps of mean
+    1/λ, as in vLLM's ``benchmark_serving.py``; the server may go idle.
+
+    Parameters
+    ----------
+    services : array_like, shape (R, n)
+        Service times of the n requests of each of R runs, in order of arrival.
+    arrival_rate : float
+        λ > 0.
+    rng : numpy.random.Generator
+        Source of the arrival gaps.
+
+    Returns
+    -------
+    dict
+        ``arrivals``, ``starts``, ``departures`` (each R × n), ``duration`` (the last
+        departure), ``mean_e2e`` (over the n requests) and ``idle`` (total idle time).
+    """
+    t = np.asarray(services, dtype=float)
+    if t.ndim != 2 or t.shape[1] < 1 or (t < 0).any() or not np.isfinite(t).all():
+        raise ValueError("services must be a finite (R, n) array of times ≥ 0")
+    lam = float(as_positive(arrival_rate, "arrival_rate", allow_inf=False))
+    rng = as_generator(rng)
+    R, n = t.shape
+    gaps = rng.exponential(1 / lam, size=(R, n))
+    gaps[:, 0] = 0.0
+    arr = np.cumsum(gaps, axis=1)
+    start, dep = np.empty_like(t), np.empty_like(t)
+    free, idle = np.zeros(R), np.zeros(R)
+    for i in range(n):
+        idle += np.maximum(arr[:, i] - free, 0.0)
+        start[:, i] = np.maximum(free, arr[:, i])
+        free = start[:, i] + t[:, i]
+        dep[:, i] = free
+    return {"arrivals": arr, "starts": start, "departures": dep,
+            "duration": dep[:, -1], "mean_e2e": (dep - arr).mean(axis=1),
+            "idle": idle}

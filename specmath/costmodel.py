@@ -30,6 +30,8 @@ from ._validate import as_count, as_positive, as_probability, scalar_or_array
 
 __all__ = [
     "Hardware",
+    "tensor_parallel",
+    "fits_in_memory",
     "A100_SXM",
     "H100_SXM",
     "H200_SXM",
@@ -69,29 +71,36 @@ class Hardware:
         Floating-point operations per second at the weights' precision (> 0).
     source : str
         Where the numbers come from.
+    memory : float or None
+        Bytes of accelerator memory (datasheet capacity), or None when not stated. Only
+        :func:`fits_in_memory` reads it: the roofline itself ignores capacity.
     """
 
     name: str
     bandwidth: float
     peak_flops: float
     source: str = ""
+    memory: float | None = None
 
     def __post_init__(self):
         as_positive(self.bandwidth, "bandwidth", allow_inf=False)
         as_positive(self.peak_flops, "peak_flops", allow_inf=False)
+        if self.memory is not None:
+            as_positive(self.memory, "memory", allow_inf=False)
 
 
 #: Illustrative: NVIDIA A100 SXM 80 GB datasheet, HBM2e 2.039 TB/s, dense BF16 312 TFLOP/s.
 A100_SXM = Hardware("A100 SXM (illustrative)", 2.039e12, 312e12,
-                    "NVIDIA A100 datasheet: 2,039 GB/s HBM2e; 312 TFLOP/s dense BF16")
+                    "NVIDIA A100 datasheet: 2,039 GB/s HBM2e; 312 TFLOP/s dense BF16; "
+                    "80 GB", memory=80e9)
 #: Illustrative: NVIDIA H100 SXM datasheet, HBM3 3.35 TB/s, dense BF16 989 TFLOP/s.
 H100_SXM = Hardware("H100 SXM (illustrative)", 3.35e12, 989e12,
                     "NVIDIA H100 datasheet: 3.35 TB/s HBM3; 989 TFLOP/s dense BF16 "
-                    "(1,979 with sparsity)")
+                    "(1,979 with sparsity); 80 GB", memory=80e9)
 #: Illustrative: NVIDIA H200 SXM datasheet, HBM3e 4.8 TB/s, dense BF16 989 TFLOP/s.
 H200_SXM = Hardware("H200 SXM (illustrative)", 4.8e12, 989e12,
                     "NVIDIA H200 datasheet: 4.8 TB/s HBM3e; 989 TFLOP/s dense BF16 "
-                    "(1,979 with sparsity)")
+                    "(1,979 with sparsity); 141 GB", memory=141e9)
 ILLUSTRATIVE_GPUS = (A100_SXM, H100_SXM, H200_SXM)
 #: The assumptions behind :data:`EPYC_9654`'s peak, which is **not** a datasheet figure:
 #: cores and base clock from AMD's datasheet; 32 FP32 FLOP per cycle per core assumes both
@@ -119,6 +128,38 @@ def _hardware(hardware) -> Hardware:
 def _tokens(n_tokens) -> np.ndarray:
     n = as_count(n_tokens, "n_tokens", minimum=1)
     return n.astype(float)
+
+
+def tensor_parallel(hardware: Hardware, n_devices: int) -> Hardware:
+    """``n_devices`` copies of ``hardware`` splitting every weight matrix (ch. 1).
+
+    Under tensor parallelism each device holds and reads 1/n of every weight matrix and
+    does 1/n of the arithmetic, so in the roofline model the group acts as one device with
+    n × the bandwidth, n × the peak and n × the memory. The communication between the
+    devices (an all-reduce per layer in real engines) is **not** modelled: the times are
+    lower bounds in that respect. The ridge point (a ratio of peak to bandwidth) is
+    unchanged.
+    """
+    hw = _hardware(hardware)
+    n = int(as_count(n_devices, "n_devices", minimum=1))
+    mem = None if hw.memory is None else n * hw.memory
+    return Hardware(f"{n} x {hw.name}", n * hw.bandwidth, n * hw.peak_flops,
+                    f"{n} x ({hw.source}); tensor parallel, communication neglected", mem)
+
+
+def fits_in_memory(n_params, hardware: Hardware, bytes_per_param: float = 2.0,
+                   kv_bytes=0.0) -> bool:
+    """Whether the weights and the KV cache fit in the device's memory (ch. 1).
+
+    Tests P·b + B_KV ≤ memory, the capacity condition the roofline times assume
+    (activations, the engine and the runtime's own allocations are neglected, so this is
+    necessary, not sufficient). Raises ValueError when ``hardware.memory`` is not stated.
+    """
+    hw = _hardware(hardware)
+    if hw.memory is None:
+        raise ValueError(f"hardware must state its memory to test capacity; "
+                         f"{hw.name} has memory=None")
+    return bool(bytes_moved(n_params, bytes_per_param, kv_bytes) <= hw.memory)
 
 
 def bytes_moved(n_params, bytes_per_param: float = 2.0, kv_bytes=0.0):

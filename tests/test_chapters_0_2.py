@@ -108,9 +108,11 @@ def test_fp32_ridge_point_of_the_illustrative_cpu_is_dozens_of_tokens():
 
 
 def test_illustrative_cpu_peak_is_computed_from_its_stated_assumptions_not_quoted():
-    """The EPYC row's peak is cores × clock × FLOP per cycle, and its source says so."""
+    """The EPYC row's peak is cores × clock × FLOP per cycle, the FLOP per cycle follow
+    from Zen 4's units (2 FMA pipes × 256/32 lanes × 2 FLOP), and its source says so."""
     a = cm.EPYC_9654_ASSUMPTIONS
-    assert cm.EPYC_9654.peak_flops == a["cores"] * a["clock_hz"] * a["fp32_flop_per_cycle"]
+    assert a["fp32_flop_per_cycle"] == 2 * (256 // 32) * 2
+    assert cm.EPYC_9654.peak_flops == pytest.approx(96 * 2.4e9 * 32, rel=1e-12)
     assert "not from the datasheet" in cm.EPYC_9654.source
     assert "illustrative" in cm.EPYC_9654.name
 
@@ -127,12 +129,14 @@ def test_ridge_point_with_context_moves_left_only_with_grouped_query_attention()
     assert cm.ridge_point(cm.H100_SXM, 2.0, P70, kv_mha, A) == pytest.approx(n0, rel=1e-12)
 
 
-def test_at_long_context_verifying_a_few_tokens_costs_one_step_at_every_batch_size():
+def test_at_long_context_verifying_a_few_tokens_costs_one_step_for_every_batch_that_fits():
     """Each sequence reads its own cache: a pass over B sequences × m tokens costs
     max((P b + B·kv)/W, B m (2P + A)/F), memory-bound for all B while m ≤ F kv/(W(2P + A)).
-    Beyond that bound, a large enough batch makes verification cost more than one step."""
+    On eight H100s (640 GB) the weights and 46 caches of 32k tokens fit, 47 do not; every
+    batch that fits verifies up to ⌊m_max⌋ tokens per sequence in one step, and twice
+    m_max tokens cost more than one step at the largest batch."""
     ctx, L, H, H_kv, d = 32768, 80, 64, 8, 128
-    hw = cm.H100_SXM
+    hw = cm.tensor_parallel(cm.H100_SXM, 8)
     A = cm.attention_flops(ctx, L, H, d)
     kv = cm.kv_cache_bytes(ctx, L, H_kv, d)
     m_max = hw.peak_flops * kv / (hw.bandwidth * (2 * P70 + A))
@@ -141,11 +145,14 @@ def test_at_long_context_verifying_a_few_tokens_costs_one_step_at_every_batch_si
     def t(B, m):
         return max((P70 * 2.0 + B * kv) / hw.bandwidth, B * m * (2 * P70 + A) / hw.peak_flops)
 
-    for B in (1, 8, 64, 512, 4096, 10**6):
+    B_max = math.floor((hw.memory - 2.0 * P70) / kv)
+    assert B_max == 46
+    assert cm.fits_in_memory(P70, hw, 2.0, B_max * kv)
+    assert not cm.fits_in_memory(P70, hw, 2.0, (B_max + 1) * kv)
+    for B in range(1, B_max + 1):
         for m in range(2, math.floor(m_max) + 1):
             assert t(B, m) == t(B, 1)
-    m_over = math.floor(m_max) + 1
-    assert t(10**6, m_over) > t(10**6, 1)
+    assert t(B_max, math.ceil(2 * m_max)) > t(B_max, 1)
 
 
 def test_speed_ratio_of_memory_bound_models_is_the_ratio_of_their_sizes():
@@ -194,6 +201,10 @@ def test_leviathan_and_course_conventions_for_c_are_inverses():
     (lambda: cm.forward_time(1, P70, cm.H100_SXM, 2.0, -5.0), "kv_bytes"),
     (lambda: cm.Hardware("bad", -1.0, 1e12), "bandwidth"),
     (lambda: cm.Hardware("bad", 1e12, float("nan")), "peak_flops"),
+    (lambda: cm.Hardware("bad", 1e12, 1e12, "", -1.0), "memory"),
+    (lambda: cm.tensor_parallel(cm.H100_SXM, 0), "n_devices"),
+    (lambda: cm.tensor_parallel("H100", 2), "hardware"),
+    (lambda: cm.fits_in_memory(P70, cm.EPYC_9654), "memory"),
     (lambda: cm.verify_cost(-1, P70), "k"),
     (lambda: cm.modelled_speedup(1.5, 3, P70, P7), "alpha"),
     (lambda: cm.c_from_leviathan(-0.1), "c_leviathan"),
@@ -670,3 +681,34 @@ def test_chen_verification_in_their_letters_emits_our_target_only_with_letters_s
 
     assert stats.g_test(np.bincount(chen(q, p, 50_000), minlength=5), p).pvalue > 0.01
     assert stats.g_test(np.bincount(chen(p, q, 50_000), minlength=5), p).pvalue < 0.01
+
+
+# ------------------------------------------ capacity and tensor parallelism (ch. 1)
+
+def test_70b_bf16_target_fits_two_h100s_but_not_one_and_halves_the_step_time():
+    """140 GB of weights > 80 GB of one H100; two (160 GB) hold them and the 7B draft.
+    Tensor parallelism doubles W, F and memory: the step halves, the ridge stays."""
+    one, two = cm.H100_SXM, cm.tensor_parallel(cm.H100_SXM, 2)
+    assert not cm.fits_in_memory(P70, one, 2.0)
+    assert cm.fits_in_memory(P70, two, 2.0) and cm.fits_in_memory(P70 + P7, two, 2.0)
+    assert not cm.fits_in_memory(P70 + P7, two, 2.0, 10e9)  # + a 32k-token cache: no
+    assert cm.forward_time(1, P70, two) == pytest.approx(P70 * 2.0 / (2 * 3.35e12))
+    assert cm.ridge_point(two) == pytest.approx(cm.ridge_point(one), rel=1e-15)
+    assert cm.fits_in_memory(P70, one, 0.5)                   # 4-bit: 35 GB on one
+    ms, tok_s = _REGISTRY["ch1-ex2"].compute()
+    assert ms == pytest.approx(1e3 * 140e9 / 6.7e12) and tok_s == pytest.approx(6.7e12 / 140e9)
+
+
+@given(st.floats(0.5, 8.0), st.floats(1e11, 1e13), st.floats(1e13, 1e16),
+       st.integers(0, 2000))
+def test_verification_cost_is_max_of_one_and_k_plus_1_over_n_star_when_n_star_at_least_1(
+        b, W, F, k):
+    """Exercise ch1-ex6(a): V(k) = max(1, (k + 1)/n*) whenever n* ≥ 1, and V(k) = k + 1
+    when n* < 1 (ex6(c))."""
+    hw = cm.Hardware("h", W, F)
+    n_s = cm.ridge_point(hw, b)
+    V = cm.verify_cost(k, P70, hw, b)
+    if n_s >= 1:
+        assert V == pytest.approx(max(1.0, (k + 1) / n_s), rel=1e-12)
+    else:
+        assert V == pytest.approx(k + 1, rel=1e-12)

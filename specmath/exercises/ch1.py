@@ -14,6 +14,10 @@ DATA = {
     "draft_params": 7e9,
     "bf16": 2.0,
     "int4": 0.5,
+    # the bf16 target does not fit in one 80 GB H100: tensor parallel over two; and a
+    # server of eight for the long-context batch of exercise 5
+    "n_gpus": 2,
+    "n_gpus_server": 8,
     "alpha": 0.8,
     "k": 5,
     # a 70B-class model with grouped-query attention: 80 layers, 64 query heads and
@@ -32,8 +36,9 @@ def _ex1():
 
 
 def _ex2():
-    from ..costmodel import H100_SXM, forward_time
-    t = forward_time(1, DATA["target_params"], H100_SXM, DATA["bf16"])
+    from ..costmodel import H100_SXM, forward_time, tensor_parallel
+    hw = tensor_parallel(H100_SXM, DATA["n_gpus"])
+    t = forward_time(1, DATA["target_params"], hw, DATA["bf16"])
     return [1e3 * t, 1.0 / t]
 
 
@@ -43,20 +48,29 @@ def _ex3():
 
 
 def _ex4():
-    from ..costmodel import H100_SXM, modelled_speedup, speed_ratio
-    c = speed_ratio(DATA["target_params"], DATA["draft_params"], H100_SXM, DATA["bf16"])
+    from ..costmodel import H100_SXM, modelled_speedup, speed_ratio, tensor_parallel
+    hw = tensor_parallel(H100_SXM, DATA["n_gpus"])
+    c = speed_ratio(DATA["target_params"], DATA["draft_params"], hw, DATA["bf16"])
     s = modelled_speedup(DATA["alpha"], DATA["k"], DATA["target_params"], DATA["draft_params"],
-                         H100_SXM, DATA["bf16"])
+                         hw, DATA["bf16"])
     return [c, s]
 
 
 def _ex5():
-    from ..costmodel import H100_SXM, attention_flops, forward_time, kv_cache_bytes, ridge_point
+    from ..costmodel import (
+        H100_SXM,
+        attention_flops,
+        forward_time,
+        kv_cache_bytes,
+        ridge_point,
+        tensor_parallel,
+    )
+    hw = tensor_parallel(H100_SXM, DATA["n_gpus"])
     kv = kv_cache_bytes(DATA["context"], DATA["layers"], DATA["kv_heads"], DATA["head_dim"])
     A = attention_flops(DATA["context"], DATA["layers"], DATA["q_heads"], DATA["head_dim"])
-    n_star = ridge_point(H100_SXM, DATA["bf16"], DATA["target_params"], kv, A)
-    ratio = (forward_time(1, DATA["target_params"], H100_SXM, DATA["bf16"], kv)
-             / forward_time(1, DATA["target_params"], H100_SXM, DATA["bf16"]))
+    n_star = ridge_point(hw, DATA["bf16"], DATA["target_params"], kv, A)
+    ratio = (forward_time(1, DATA["target_params"], hw, DATA["bf16"], kv)
+             / forward_time(1, DATA["target_params"], hw, DATA["bf16"]))
     return [kv / 1e9, A / 1e9, n_star, ratio]
 
 

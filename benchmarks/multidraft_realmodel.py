@@ -16,8 +16,10 @@ follows the target. Per position the script records
 * ``alpha``: Σ min(p_t, q_t), the chance one candidate is kept (m = 1);
 * ``accept_m``: P(some of m i.i.d. candidates is kept) under recursive rejection,
   ``specmath.multidraft_acceptance``, m = 1 … 4 (exact given the context);
-* ``upper_m``: Σ_y min(p_t(y), 1 − (1 − q_t(y))^m), an upper bound on the
-  optimal-transport ceiling (the linear program itself is too large at V = 151,936).
+* ``upper_m``: Σ_y min(p_t(y), 1 − (1 − q_t(y))^m), an upper bound U_m on the
+  optimal-transport ceiling. The linear program is too large at V = 151,936, but the
+  exact ceiling is a sort (chapter 10, theorem ch10-thm-sorted):
+  ``benchmarks/multidraft_ceiling.py`` re-scores the same texts and records it.
 
 E[N] for a chain of k drafts started at position t is 1 + α_t (1 + α_{t+1} + α_{t+1} α_{t+2}
 + …) (k − 1 factors after the first); with a second candidate at the first position (a tree:
@@ -25,7 +27,10 @@ two children at the root, the chain below the first) it gains a₂ = A_t^{(2)} �
 chance that the second candidate is the one kept (then a leaf: a bonus token follows). The
 later factors are evaluated on the text's own context, not on the context that follows the
 kept candidate (whose law given acceptance is min(p, q)/α, not p), the approximation
-chapter 7 also makes. Interval: 95 % percentile bootstrap over prompts.
+chapter 7 also makes. Interval (key ``bootstrap_nominal95``): a percentile bootstrap over
+the prompts at a nominal level of 95 %. With 6 prompts the percentile bootstrap covers
+well below its nominal level (tests/test_block.py simulates it at 12 prompts), so it is a
+spread, not a confidence interval; chapter 10 quotes the range over prompts instead.
 Writes ``specmath/data/results/multidraft_cpu.json`` with provenance.
 """
 
@@ -77,6 +82,7 @@ def chain_EN(alpha: np.ndarray, k: int, second=None) -> np.ndarray:
 
 
 def bootstrap(x, n: int = 10_000, seed: int = 0) -> list[float]:
+    """Percentile bootstrap of the mean, nominal 95 % (not a 95 % interval at 6 prompts)."""
     x = np.asarray(x, dtype=float)
     rng = np.random.default_rng(seed)
     s = x[rng.integers(0, x.size, size=(n, x.size))].mean(axis=1)
@@ -103,7 +109,8 @@ def summarise(rows: list[dict]) -> dict:
     keys = sorted({k for d in per.values() for k in d})
     for key in keys:
         vals = [d[key] for d in per.values() if key in d]
-        S["overall"][key] = {"mean": float(np.mean(vals)), "ci95": bootstrap(vals)}
+        S["overall"][key] = {"mean": float(np.mean(vals)),
+                             "bootstrap_nominal95": bootstrap(vals)}
     return S
 
 

@@ -299,7 +299,7 @@ def topk_keep_probability(p, q, m):
 
     Engines (EAGLE trees, SGLang, vLLM's greedy drafts) propose the m most likely draft
     tokens c₁ … c_m and verify them as one-hot drafts. Recursive one-hot verification
-    (chapter 8, theorem ch8-thm-onehot, applied candidate by candidate: c_j is accepted
+    (chapter 8, theorem ch8-thm-greedy, applied candidate by candidate: c_j is accepted
     with probability r_j(c_j), r_{j+1} = r_j with c_j removed and renormalised) keeps one
     of them with probability p({c₁ … c_m}), the target's mass on the draft's top-m set.
     Ties in q are broken by the lower token index. Rows may be stacked as (n, V).

@@ -44,6 +44,8 @@ __all__ = [
     "tree_step",
     "broken_tree_step",
     "tree_expected_accepted_exact",
+    "top_m_tree",
+    "deterministic_tree_value",
 ]
 
 #: Largest number of outcomes the exact tree enumeration visits.
@@ -411,3 +413,60 @@ def tree_expected_accepted_exact(target, draft, parents, context: Sequence[int] 
         return total
 
     return value(-1, ctx0)
+
+
+def top_m_tree(draft, m, depth, context: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """A deterministic tree: the draft's top-m tokens as children of every node (ch. 10).
+
+    Every node down to ``depth`` gets as children the m most likely tokens of
+    q(· | path) (ties broken by the lower token index), as EAGLE-style top-k expansion
+    does before any reranking. Returns ``(parents, tokens)``, parents before children.
+    """
+    fq, V = _as_model(draft, "draft")
+    m = as_int(m, "m", minimum=1)
+    depth = as_int(depth, "depth", minimum=0)
+    if m > V:
+        raise ValueError(f"m must be at most the vocabulary size V = {V}; got {m}")
+    if m ** depth > MAX_OUTCOMES:
+        raise ValueError(f"m**depth must be at most {MAX_OUTCOMES}; got {m}**{depth}")
+    parents: list[int] = []
+    tokens: list[int] = []
+    level = [(-1, tuple(int(c) for c in context))]
+    for _ in range(depth):
+        nxt = []
+        for u, ctx in level:
+            for c in np.argsort(-fq(ctx), kind="stable")[:m]:
+                parents.append(u)
+                tokens.append(int(c))
+                nxt.append((len(parents) - 1, ctx + (int(c),)))
+        level = nxt
+    return np.asarray(parents, dtype=np.int64), np.asarray(tokens, dtype=np.int64)
+
+
+def deterministic_tree_value(target, parents, tokens, context: Sequence[int] = ()) -> float:
+    """E[accepted nodes] of a tree of fixed tokens verified one-hot (ch. 10, eq. ch10-det-tree).
+
+    Σ_v p(path(v)), the target's probability of each node's root-to-node path (the
+    product of p(token | tokens before) along it). Exact for any target, context-dependent
+    included, when siblings carry distinct tokens and the tree does not depend on the
+    verifier's random numbers (proposition ch10-prop-det-tree); no positional assumption.
+    """
+    fp, V = _as_model(target, "target")
+    a = check_tree(parents)
+    t = np.asarray(tokens)
+    if t.shape != a.shape or (t.size and not np.issubdtype(t.dtype, np.integer)):
+        raise ValueError(f"tokens must be integer token ids of shape {a.shape}; got {t!r}")
+    if t.size and ((t < 0) | (t >= V)).any():
+        raise ValueError(f"tokens must be in [0, V) = [0, {V}); got {t[(t < 0) | (t >= V)][0]}")
+    for u, kids in _children(a).items():
+        toks = [int(t[c]) for c in kids]
+        if len(set(toks)) < len(toks):
+            raise ValueError(f"tokens of siblings must be distinct (one-hot verification); "
+                             f"node {u}'s children carry {toks}")
+    ctx0 = tuple(int(c) for c in context)
+    prob: dict[int, float] = {-1: 1.0}
+    paths: dict[int, tuple] = {-1: ctx0}
+    for i, u in enumerate(a):
+        prob[i] = prob[int(u)] * float(fp(paths[int(u)])[int(t[i])])
+        paths[i] = paths[int(u)] + (int(t[i]),)
+    return float(sum(prob[i] for i in range(a.size)))

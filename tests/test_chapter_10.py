@@ -135,6 +135,24 @@ def test_committed_result_file_is_consistent():
         assert R["summary"]["overall"][key]["mean"] == pytest.approx(v["mean"])
 
 
+def test_multidraft_record_and_script_call_the_six_prompt_bootstrap_nominal_only():
+    """Review R7b finding 11: the percentile bootstrap over 6 prompts is stored under
+    ``bootstrap_nominal95`` (no ``ci95`` key) and the script's docstring says the level is
+    nominal and not a confidence level; the docstring no longer says only U_m is
+    available (the exact ceiling is recorded by multidraft_ceiling.py)."""
+    path = ROOT / "specmath" / "data" / "results" / "multidraft_cpu.json"
+    if not path.exists():
+        pytest.skip("specmath/data/results/multidraft_cpu.json not recorded yet")
+    import multidraft_realmodel as mr
+    R = json.loads(path.read_text())
+    assert len(R["prompts"]) == 6
+    for v in R["summary"]["overall"].values():
+        assert set(v) == {"mean", "bootstrap_nominal95"}
+    doc = " ".join(mr.__doc__.split())
+    assert "nominal level of 95 %" in doc and "not a confidence interval" in doc
+    assert "Interval: 95 %" not in doc and "multidraft_ceiling.py" in doc
+
+
 def test_ceiling_benchmark_quick_mode_on_tiny_models_orders_recursive_ceiling_bound(tmp_path):
     from tinymodels import run_quick
 
@@ -190,7 +208,11 @@ def test_sglang_shared_coin_keeps_sibling_r_with_target_mass_and_is_lossy_off_de
     """Review R2 finding 9: at the default thresholds (1, 1) the shared coin keeps sibling
     r with probability p(c_r), the law of Proposition ch10-prop-topk, and emits p; with
     threshold_acc = 1/2 it over-emits the candidates. Exact law on random pairs, then a
-    simulation (fixed seed, n = 20,000, |z| < 4 per token: false-alarm rate ≈ 6e-5 each)."""
+    simulation (fixed seed, n = 20,000, |z| < 4 per token: false-alarm rate ≈ 6e-5 each).
+    Review R7b finding 4: at (1, 1) the exact law equal to p, and its kept mass equal to
+    topk_keep_probability, are algebra once the rule is transcribed (interval lengths
+    p(c_r)); they test our transcription, not SGLang's kernel. What can fail is the
+    simulation and the lossy threshold."""
     rng = np.random.default_rng(21)
     for _ in range(300):
         V = int(rng.integers(2, 9))
@@ -207,7 +229,7 @@ def test_sglang_shared_coin_keeps_sibling_r_with_target_mass_and_is_lossy_off_de
     cands = np.array([2, 3])
     n = 20_000
     u = rng.random(n)
-    pick = np.searchsorted(np.cumsum(p[cands]), u)
+    pick = np.searchsorted(np.cumsum(p[cands]), u, side="right")   # strict u < cum_r
     rest = p.copy()
     rest[cands] = 0
     draws = np.where(pick < 2, cands[np.minimum(pick, 1)],
@@ -218,3 +240,20 @@ def test_sglang_shared_coin_keeps_sibling_r_with_target_mass_and_is_lossy_off_de
     lossy = _shared_coin_law(p, cands, th_acc=0.5)
     assert np.abs(lossy - p).max() > 0.1          # kept mass 0.9 instead of 0.45
     assert lossy[cands].sum() == pytest.approx(min(1.0, 2 * p[cands].sum()))
+
+
+def test_inclusive_shared_coin_at_u_zero_keeps_a_zero_mass_sibling_and_strict_does_not():
+    """Review R7b finding 3 (SGLang issue #35771, fixed by pull request #35798): the
+    kernel's test u ≤ cum_r with coins on [0, 1) keeps the first sibling at u = 0 even when
+    its target probability is 0; the strict test u < cum_r never does, and for continuous
+    u the two have the same law (the exact law gives that sibling 0)."""
+    p = np.array([0.0, 0.6, 0.4])
+    cands = np.array([0, 1])
+    cum = np.cumsum(p[cands])
+    assert np.searchsorted(cum, 0.0, side="left") == 0       # inclusive: kept, p = 0
+    assert np.searchsorted(cum, 0.0, side="right") == 1      # strict: the next sibling
+    assert _shared_coin_law(p, cands)[0] == 0
+    u = np.random.default_rng(3).random(10_000)
+    assert (np.searchsorted(cum, u, side="left") != 0).all()  # u > 0 here: same picks
+    np.testing.assert_array_equal(np.searchsorted(cum, u, side="left"),
+                                  np.searchsorted(cum, u, side="right"))

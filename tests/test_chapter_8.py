@@ -155,7 +155,7 @@ def test_recorded_lossy_file_has_provenance_and_consistent_fields():
 def test_greedy_minus_sampled_acceptance_is_surplus_at_mode_minus_overlap_elsewhere():
     """Chapter 8 (Part II review finding 15): α_greedy − α = (p(x*) − q(x*))⁺ −
     Σ_{x≠x*} min(p, q), so greedy can win only where p(x*) > q(x*); and on two tokens the
-    largest gap the other way, 1 − b, is a tie set over every p₁ < b. Given
+    largest gap the other way, 1 − b, is a tie set over every p₁ ≤ b. Given
     α_greedy = p(x*) and α = Σ min(p, q) this is algebra (review R2 finding 11): an
     arithmetic regression check of the two functions; the evidence that they are the
     acceptance rates of the verification step is the simulation test below."""
@@ -175,6 +175,27 @@ def test_greedy_minus_sampled_acceptance_is_surplus_at_mode_minus_overlap_elsewh
         p, q = np.array([a, 1 - a]), np.array([0.6, 0.4])
         gap = sm.acceptance_probability(p, q) - sm.greedy_draft_acceptance(p, q)
         assert gap == pytest.approx(0.4, abs=1e-12)
+
+
+def test_two_token_grid_largest_gap_is_reached_exactly_where_target_mass_at_most_b():
+    """Review R7b finding 1: on the two-token grid (0.1 … 0.9, b ≠ 0.5) the largest
+    α − α_greedy, 1 − b at the smallest b = 0.6, is reached by the 12 pairs with
+    p(argmax q) ≤ b (a = b included), not by all 18 pairs whose max q is 0.6; e.g.
+    (p₁, q₁) = (0.9, 0.6) has the same b but gap −0.2."""
+    grid = np.round(np.arange(1, 10) / 10, 1)
+    pairs = [(np.array([a, 1 - a]), np.array([b, 1 - b])) for a in grid for b in grid
+             if b != 0.5]
+    gap = np.array([sm.acceptance_probability(p, q) - sm.greedy_draft_acceptance(p, q)
+                    for p, q in pairs])
+    top = {i for i in range(len(pairs)) if abs(gap[i] - gap.max()) < 1e-12}
+    same_b = {i for i, (_, q) in enumerate(pairs) if abs(q.max() - 0.6) < 1e-12}
+    low_a = {i for i in same_b if pairs[i][0][np.argmax(pairs[i][1])] <= 0.6 + 1e-12}
+    assert gap.max() == pytest.approx(0.4, abs=1e-12)
+    assert top == low_a and len(top) == 12 and len(same_b) == 18
+    i_eq = next(i for i, (p, q) in enumerate(pairs) if p[0] == 0.6 and q[0] == 0.6)
+    assert i_eq in top                                         # a = b is in the tie set
+    i_hi = next(i for i, (p, q) in enumerate(pairs) if p[0] == 0.9 and q[0] == 0.6)
+    assert gap[i_hi] == pytest.approx(-0.2, abs=1e-12)
 
 
 def test_verification_step_with_greedy_and_sampled_drafts_matches_the_decomposition():

@@ -207,3 +207,93 @@ def test_leaf_emits_a_bonus_and_empty_tree_is_plain_sampling():
     assert len(out) == 2 and out[0] == 1
     out = tr.tree_step(p[:1], p[:1], np.zeros(0, dtype=int), np.zeros(0, dtype=int), rng)
     assert out.shape == (1,)
+
+
+# ---- review R7b findings 8 and 9 -----------------------------------------------------------
+
+def _onehot_walk(target, parents, tokens, node=-1, ctx=(), reverse=False):
+    """Exact E[accepted] of one-hot verification of a fixed tree (residual: p without the
+    rejected children), walked recursively; reverse=True reverses every sibling order."""
+    r, stay, total = target.next_distribution(list(ctx)), 1.0, 0.0
+    kids = [i for i, u in enumerate(parents) if u == node]
+    for c in kids[::-1] if reverse else kids:
+        x = int(tokens[c])
+        acc = min(1.0, r[x])
+        total += stay * acc * (1 + _onehot_walk(target, parents, tokens, c, ctx + (x,),
+                                                reverse))
+        stay *= 1 - acc
+        if stay > 0:
+            r = sm.residual_distribution(r, np.eye(r.size)[x])
+    return total
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5, 6])
+def test_deterministic_tree_value_is_the_sum_of_target_path_probabilities(seed):
+    """Proposition ch10-prop-det-tree: a tree of fixed tokens (siblings distinct) verified
+    one-hot accepts Σ_v p(path(v)) tokens on average, exactly, on a context-dependent
+    Markov toy, in either sibling order. The review's value for toy_pair(4, 0.4, seed=3),
+    top-2 tree of depth 2, is 1.26914355538. The positional closed form with the root's
+    rank chances is not this value (the formula is not that model in disguise)."""
+    target, draft = toy.toy_pair(4, 0.4, seed=seed)
+    for m, depth in ((1, 3), (2, 2), (3, 2), (2, 3), (4, 1)):
+        par, tok = tr.top_m_tree(draft, m, depth)
+        assert par.size == sum(m ** d for d in range(1, depth + 1))
+        val = tr.deterministic_tree_value(target, par, tok)
+        for rev in (False, True):
+            assert _onehot_walk(target, par, tok, reverse=rev) == pytest.approx(val,
+                                                                               abs=1e-12)
+    if seed == 3:
+        par, tok = tr.top_m_tree(draft, 2, 2)
+        assert tr.deterministic_tree_value(target, par, tok) == pytest.approx(
+            1.26914355538, abs=1e-10)
+    # a lopsided tree with arbitrary distinct sibling tokens
+    par = np.array([-1, -1, 0, 0, 2])
+    tok = np.array([3, 0, 1, 2, 0])
+    assert _onehot_walk(target, par, tok) == pytest.approx(
+        tr.deterministic_tree_value(target, par, tok), abs=1e-12)
+
+
+def test_deterministic_tree_value_rejects_repeated_sibling_tokens_and_bad_shapes():
+    target, draft = toy.toy_pair(4, 0.4, seed=3)
+    with pytest.raises(ValueError, match="siblings must be distinct"):
+        tr.deterministic_tree_value(target, np.array([-1, -1]), np.array([2, 2]))
+    with pytest.raises(ValueError, match="tokens must be integer token ids of shape"):
+        tr.deterministic_tree_value(target, np.array([-1, -1]), np.array([2]))
+    with pytest.raises(ValueError, match=r"tokens must be in \[0, V\)"):
+        tr.deterministic_tree_value(target, np.array([-1]), np.array([7]))
+    with pytest.raises(ValueError, match="m must be at most the vocabulary size"):
+        tr.top_m_tree(draft, 5, 1)
+    with pytest.raises(ValueError, match="depth"):
+        tr.top_m_tree(draft, 2, -1)
+
+
+def test_best_deterministic_tree_of_n_nodes_is_the_n_most_probable_target_paths():
+    """Every set of n ≤ 4 paths (V = 3, depth ≤ 3) closed under parents is a tree; the best
+    one's Σ p(path) equals the sum of the n largest path probabilities."""
+    target, _ = toy.toy_pair(3, 0.4, seed=7)
+    prefixes = [pre for d in (1, 2, 3) for pre in itertools.product(range(3), repeat=d)]
+    prob = {pre: float(np.prod([target.next_distribution(list(pre[:j]))[pre[j]]
+                                for j in range(len(pre))])) for pre in prefixes}
+    for n in (1, 2, 3, 4):
+        brute = max(sum(prob[v] for v in s) for s in itertools.combinations(prefixes, n)
+                    if all(len(v) == 1 or v[:-1] in s for v in s))
+        assert brute == pytest.approx(sum(sorted(prob.values())[-n:]), abs=1e-12)
+
+
+def test_best_tree_is_a_chain_exactly_while_alpha_to_the_n_is_at_least_a2_on_the_slider():
+    """Review R7b finding 9: for the explorer's pairs (closeness 0, 0.05, …, 1) and every
+    budget its slider offers (n ≤ 60) the best tree of n nodes has the chain's value exactly
+    when α^n ≥ a₂. At closeness 0.9 it branches from n = 47; from 0.95 up never within 60."""
+    from specmath.widgets.trees import trees_pair
+
+    first = {}
+    for c in np.round(np.arange(0, 1.0001, 0.05), 2):
+        a = tr.rank_acceptance(*trees_pair(c), 6)
+        best = tr.best_tree_values(a, 60)
+        for n in range(1, 61):
+            chain = tr.tree_expected_accepted(tr.chain_tree(n), a)
+            assert (best[n] - chain < 1e-12) == (a[0] ** n >= a[1])
+            if best[n] - chain >= 1e-12:
+                first.setdefault(float(c), n)
+    assert first[0.9] == 47 and 0.95 not in first and 1.0 not in first
+    assert first[0.0] == 3

@@ -281,3 +281,74 @@ def test_roofline_speedup_ignores_bandwidth_so_only_a_fixed_pass_cost_can_lower_
     w = np.linspace(0.5e12, 5e12, 10)
     c_w = (1e-3 + 16e9 / w) / (1e-3 + 2e9 / w)
     assert np.all(np.diff(c_w) < 0) and np.all(c_w < 8) and np.all(c_w > 1)
+
+
+def test_draft_cache_reads_cost_far_more_throughput_than_the_smaller_batch():
+    """ch11 B_max section (review R7c finding 5): at each server's own largest batch on
+    an H100 (80 GiB × vLLM's default share, tied published counts), the smaller batch
+    costs a few per cent of plain throughput, the draft's k cache reads more than half
+    of speculation's token rate."""
+    from specmath import costmodel as cm
+    tied = {s: cp.shape_from_config(dict(_cfg(s), tie_word_embeddings=True))
+            for s in ("1.5b", "0.5b")}
+    tgt, drf = tied["1.5b"], tied["0.5b"]
+    gib = published.load("gpus_memory", gpu="H100 SXM", quantity="memory_capacity_gib")
+    share = published.load("gpus_memory", quantity="engine_memory_fraction")[0]["value"]
+    mem = share * gib[0]["value"] * 2**30
+    ctx, k = 4096, 4
+    bp, bs = cp.max_batch(mem, ctx, tgt), cp.max_batch(mem, ctx, tgt, drf)
+    def thr(b):
+        return b / bt.batch_pass_time(tgt, b, 1, cm.H100_SXM, ctx)
+    loss_batch = 1 - thr(bs) / thr(bp)
+    nokv = bt.ModelShape(drf.params, drf.layers, drf.q_heads, drf.kv_heads, drf.head_dim,
+                         kv_window=1)
+    for a in (0.6, 0.8):
+        s = bt.batch_speedup(a, k, bs, tgt, drf, cm.H100_SXM, ctx)
+        s0 = bt.batch_speedup(a, k, bs, tgt, nokv, cm.H100_SXM, ctx)
+        assert 0 < loss_batch < 0.05 and 1 - s / s0 > 0.5
+        assert 1 - s / s0 > 10 * loss_batch
+
+
+def test_published_tied_counts_differ_from_the_untied_files_and_the_unit_matters():
+    """ch11 (finding 6, 7): untied GGUF-derived files hold more parameters and a smaller
+    ratio; GiB × 0.9 and the datasheet's GB give different B_max."""
+    un = [cp.params_from_config(_cfg(s)) for s in ("1.5b", "0.5b")]
+    ti = [cp.params_from_config(dict(_cfg(s), tie_word_embeddings=True))
+          for s in ("1.5b", "0.5b")]
+    assert un[0] > ti[0] and un[1] > ti[1] and un[0] / un[1] < ti[0] / ti[1]
+    assert abs(un[0] / un[1] - 2.82) < 0.01
+    tgt = cp.shape_from_config(dict(_cfg("1.5b"), tie_word_embeddings=True))
+    gb = published.load("gpus_memory", gpu="H100 SXM", quantity="memory_capacity")
+    assert cp.max_batch(gb[0]["value"], 4096, tgt) != cp.max_batch(0.9 * 80 * 2**30, 4096,
+                                                                     tgt)
+
+
+def test_transformers_36337_fp32_ridge_point_is_below_the_default_verification_length():
+    """ch11 (finding 4): the maintainer's reply names the dtype; the reporter's command
+    sets none (script default None → float32); A100 ridge point in FP32 ≈ 19 tokens,
+    below the 21 tokens of a full default verification pass; in 16 bits it is ≈ 153."""
+    rep = {r["quantity"]: r["value"]
+           for r in published.load("serving_reports", report="transformers-36337")}
+    assert "dtype" in rep["maintainer_reply"] and "--dtype" not in rep["setup"]
+    assert rep["default_num_assistant_tokens"] == 20
+    g = {q: published.load("gpus", gpu="A100 SXM 80GB", quantity=q)[0]["value"]
+         for q in ("memory_bandwidth", "peak_bf16_dense", "peak_fp32")}
+    ns32 = g["peak_fp32"] * 4 / (2 * g["memory_bandwidth"])
+    ns16 = g["peak_bf16_dense"] * 2 / (2 * g["memory_bandwidth"])
+    assert ns32 < rep["default_num_assistant_tokens"] + 1 < ns16
+    assert 19 < ns32 < 19.5
+
+
+def test_xi_below_one_comes_mainly_from_the_constant_prefill():
+    """ch11 (finding 11): with the chapter's workload ξ < 1; without the prefill ξ is
+    nearer one; for a single response length ξ > 1 (renewal noise)."""
+    from specmath.exercises.ch11 import QUEUE
+    L, Wt, pre = np.array(QUEUE["lengths"]), np.array(QUEUE["weights"]), QUEUE["prefill"]
+    def xi(mp, ms):
+        return (ms[1] / ms[0] ** 2) / (mp[1] / mp[0] ** 2)
+    r = xi(qu.service_moments(A, 0, C, L, Wt, pre),
+           qu.service_moments(A, K, C, L, Wt, pre * (1 + 1 / C)))
+    r0 = xi(qu.service_moments(A, 0, C, L, Wt, 0.0), qu.service_moments(A, K, C, L, Wt, 0.0))
+    assert r < r0 < 1
+    for n in (50, 200):
+        assert xi(qu.service_moments(A, 0, C, [n]), qu.service_moments(A, K, C, [n])) > 1

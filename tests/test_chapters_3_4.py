@@ -577,3 +577,24 @@ def test_mixing_shrinks_tv_by_a_constant_amount_and_at_relative_rate_one_over_1_
                                rtol=1e-9)
     rate = -np.gradient(np.log(tv_w), ws)[1:-1]
     np.testing.assert_allclose(rate, 1 / (1 - ws[1:-1]), rtol=1e-2)
+
+
+def _kl(p, q):
+    m = p > 0
+    with np.errstate(divide="ignore"):
+        return float(np.sum(p[m] * np.log(p[m] / q[m])))
+
+
+def test_pinsker_floor_on_alpha_holds_on_random_pairs_is_tight_nearby_and_fails_conversely():
+    """Exercise ch3-ex7: α ≥ 1 − sqrt(KL(p‖q)/2) on random pairs; TV²/(KL/2) → 1 for
+    nearby two-point pairs at one half; α = 1 − ε with KL = ∞ for q = (1, 0)."""
+    rng = np.random.default_rng(8)
+    for V in (2, 5, 30):
+        for _ in range(200):
+            p, q = rng.dirichlet(np.full(V, 0.3)), rng.dirichlet(np.full(V, 0.3))
+            assert sm.acceptance_probability(p, q) >= 1 - np.sqrt(_kl(p, q) / 2) - 1e-12
+    half, near = np.array([0.5, 0.5]), np.array([0.5 + 1e-3, 0.5 - 1e-3])
+    assert sm.tv_distance(half, near) ** 2 / (_kl(half, near) / 2) > 0.99
+    p_c, q_c = np.array([1 - 1e-3, 1e-3]), np.array([1.0, 0.0])
+    assert np.isinf(_kl(p_c, q_c))
+    assert sm.acceptance_probability(p_c, q_c) == pytest.approx(1 - 1e-3)

@@ -242,10 +242,13 @@ def test_deterministic_tree_value_is_the_sum_of_target_path_probabilities(seed):
         for rev in (False, True):
             assert _onehot_walk(target, par, tok, reverse=rev) == pytest.approx(val,
                                                                                abs=1e-12)
+    par, tok = tr.top_m_tree(draft, 2, 2)
+    val = tr.deterministic_tree_value(target, par, tok)
     if seed == 3:
-        par, tok = tr.top_m_tree(draft, 2, 2)
-        assert tr.deterministic_tree_value(target, par, tok) == pytest.approx(
-            1.26914355538, abs=1e-10)
+        assert val == pytest.approx(1.26914355538, abs=1e-10)
+    p0 = target.next_distribution([])
+    a_root = p0[tok[par == -1]]                  # the root's rank chances p(c_r)
+    assert abs(tr.tree_expected_accepted(par, a_root) - val) > 1e-6
     # a lopsided tree with arbitrary distinct sibling tokens
     par = np.array([-1, -1, 0, 0, 2])
     tok = np.array([3, 0, 1, 2, 0])

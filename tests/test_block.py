@@ -361,6 +361,25 @@ def test_verifiers_emitting_several_own_tokens_reach_the_ceiling_and_beat_block(
             sm.expected_accepted(target, onehot, k, rule="tokenwise"), abs=1e-7)
 
 
+@pytest.mark.parametrize(("pair", "k"), [((iid(P_EX), iid(Q_EX)), 2),
+                                         ((iid(P_EX), iid(Q_EX)), 3),
+                                         (toy.toy_pair(3, 0.3, seed=5), 2),
+                                         (toy.toy_pair(2, 0.2, seed=1), 3)])
+def test_several_own_tokens_class_emits_k_plus_1_tokens_and_holds_the_draft_ignoring_rule(
+        pair, k):
+    # R8c finding 1: in the wider class every iteration emits ℓ' drafts and k + 1 − ℓ'
+    # own tokens, k + 1 in all, so N = ℓ' + 1 fails there and more accepted drafts is
+    # not more tokens per pass; the class holds the exact rule that ignores the draft and
+    # samples all k + 1 tokens from the target (ℓ' = 0): it satisfies every constraint.
+    target, _ = pair
+    var, Q, A, b = valid_verifier_lp(*pair, k, "all")
+    assert all(i + len(w) == k + 1 for _, i, w in var)
+    law = sm.sequence_distribution(target, k + 1)
+    trivial = np.array([law[w] if i == 0 else 0.0 for _, i, w in var])
+    assert np.abs(A @ trivial - b).max() < 1e-12
+    assert sum(Q[x] * i * t for (x, i, _), t in zip(var, trivial, strict=True)) == 0
+
+
 # ---- statistical exactness of block_step ------------------------------------------------------
 
 def sample_first_tokens(step, target, draft, k: int, n: int, rng) -> np.ndarray:
@@ -593,3 +612,80 @@ def test_torch_block_verifier_reads_nothing_back_to_the_host():
     with HostReads() as control:
         cases[0][0].sum().item()
     assert control.n == 1
+
+
+def _block_verifier_cases(torch, device: str, dtype):
+    """Draft blocks for _verify_block: random rows at k = 0, 1, 3, 5, a forbidden draft
+    token and a p = q row, moved to ``device`` before anything is timed or traced."""
+    g = torch.Generator().manual_seed(1)
+    cases = []
+    for k in (0, 1, 3, 5):
+        p = torch.rand(k + 1, 7, generator=g, dtype=dtype) ** 3
+        q = torch.rand(max(k, 1), 7, generator=g, dtype=dtype) ** 3
+        p, q = p / p.sum(1, keepdim=True), (q / q.sum(1, keepdim=True))[:k]
+        draft = torch.multinomial(q, 1, generator=g)[:, 0] if k else torch.zeros(
+            0, dtype=torch.long)
+        cases.append((p, q, draft))
+    p, q, _ = cases[2]
+    p = p.clone()
+    p[1, 2] = 0.0
+    p[1] /= p[1].sum()
+    cases.append((p, q, torch.tensor([0, 2, 1])))          # the target forbids x₂
+    cases.append((q[:1].repeat(3, 1), q[:1].repeat(2, 1), torch.tensor([4, 4])))  # p = q
+    out = []
+    for p, q, draft in cases:
+        u = torch.rand(draft.shape[0] + 1, generator=g, dtype=torch.float64)
+        out.append(tuple(t.to(device) for t in (p, q, draft, u)))
+    return out
+
+
+def test_torch_block_verifier_runs_on_data_free_meta_tensors_so_reads_no_values_on_host():
+    # R8c finding 3: counting .item()-like calls misses .cpu(), nonzero, boolean-mask
+    # indexing, masked_select, unique and other ops with value-dependent output shapes,
+    # each a host synchronisation on a GPU. On torch's meta device tensors hold no data,
+    # so every one of these raises; _verify_block must run there to the end (both
+    # dtypes, k = 0 … 5, edge rows). The controls show that each such op does raise.
+    torch = pytest.importorskip("torch")
+    from specmath import llm
+
+    for dtype in (torch.float32, torch.float64):
+        for p, q, draft, u in _block_verifier_cases(torch, "meta", dtype):
+            n, y = llm._verify_block(p, q, draft, u)
+            assert n.device.type == y.device.type == "meta"
+            assert n.shape == y.shape == torch.Size([])
+    x = torch.rand(5, device="meta")
+    controls = {"item": lambda: x.sum().item(), "tolist": lambda: x.tolist(),
+                "bool": lambda: bool(x[0] > 0), "int": lambda: int(x[0]),
+                "float": lambda: float(x[0]), "cpu": lambda: x.cpu(),
+                "to cpu": lambda: x.to("cpu"), "numpy": lambda: x.numpy(),
+                "nonzero": lambda: x.nonzero(), "mask index": lambda: x[x > 0.5],
+                "masked_select": lambda: x.masked_select(x > 0.5),
+                "unique": lambda: x.unique(), "where(cond)": lambda: torch.where(x > 0),
+                "python index": lambda: [0, 1][torch.zeros((), dtype=torch.long,
+                                                            device="meta")]}
+    for name, op in controls.items():
+        with pytest.raises((RuntimeError, NotImplementedError, TypeError)):
+            op()
+            pytest.fail(f"{name} ran on meta tensors")
+
+
+def test_torch_block_verifier_makes_no_cuda_synchronisation_in_sync_debug_mode():
+    # The complete test of R8c finding 3 (any synchronising kernel, not only the usual
+    # causes): CUDA sync-debug mode turns every host synchronisation into an error. Needs
+    # a GPU; the control shows the mode catches an .item().
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    from specmath import llm
+
+    cases = _block_verifier_cases(torch, "cuda", torch.float32)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for p, q, draft, u in cases:
+            llm._verify_block(p, q, draft, u)
+        with pytest.raises(RuntimeError):
+            cases[1][0].sum().item()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()

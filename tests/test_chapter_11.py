@@ -31,7 +31,7 @@ DRF = bt.ModelShape(7e9, 32, 32, 8, 128)
 
 def test_chapter_11_exercises_are_registered_and_reject_wrong_answers():
     keys = [k for k in exercise_keys() if k.startswith("ch11-")]
-    assert keys == ["ch11-ex1", "ch11-ex2", "ch11-ex3", "ch11-ex4"]
+    assert keys == ["ch11-ex1", "ch11-ex2", "ch11-ex3", "ch11-ex4", "ch11-ex6"]
     from specmath.exercises import _REGISTRY
     for key in keys:
         truth = np.asarray(_REGISTRY[key].compute(), float)
@@ -52,6 +52,21 @@ def test_exercise_answers_agree_with_independent_formulas():
     ks = np.arange(200)
     best = ((1 - a ** (ks + 1)) / (1 - a) / (1 + ks / c)).max()
     assert check("ch11-ex4", [1 / (1 - a + a / c), 1 / (1 - a + a / c) / best], quiet=True)
+
+
+def test_exercise_6_two_request_run_matches_direct_integration_and_simulation():
+    """ch11-ex6: E[latency] = t + E[(t − G)⁺]/2 by numerical integration over G, and by
+    simulation (seed 9, level 1e-3); the excess over eq. ch11-over is e^{−λt}/(2λ)."""
+    from scipy import integrate
+
+    from specmath import queueing as qu
+    t, lam = ch11.EX6["t"], ch11.EX6["lam"]
+    pos, _ = integrate.quad(lambda g: (t - g) * lam * np.exp(-lam * g), 0, t)
+    exact = t + pos / 2
+    assert check("ch11-ex6", [exact, np.exp(-lam * t) / (2 * lam)], quiet=True)
+    s = qu.simulate_overloaded_runs(np.full((200_000, 2), t), lam, np.random.default_rng(9))
+    m = s["mean_e2e"]
+    assert abs(m.mean() - exact) < 3.29 * m.std() / np.sqrt(m.size)
 
 
 def test_gpu_datasheet_file_matches_the_cost_model_hardware():

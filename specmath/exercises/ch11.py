@@ -22,6 +22,9 @@ EX2 = {"alpha": 0.9, "k": 4}
 EX3 = {"alphas": [0.95, 0.95, 0.6, 0.6, 0.6], "lengths": [50, 50, 500, 500, 500],
        "k": 4, "c": 8.0}
 EX4 = {"alpha": 0.85, "c": 12.0}
+#: Two requests at one FIFO server: the first at time 0, the second after an exponential
+#: gap of rate λ; every service takes t.
+EX6 = {"t": 1.5, "lam": 0.8}
 
 
 def _ex1():
@@ -53,6 +56,14 @@ def _ex4():
     return np.array([s, s / best])
 
 
+def _ex6():
+    from ..queueing import overloaded_excess_bounds, overloaded_mean_e2e
+    t, lam = EX6["t"], EX6["lam"]
+    bound = overloaded_mean_e2e(2, lam, t)
+    exact = bound + overloaded_excess_bounds(2, lam, np.exp(-lam * t))[1]
+    return np.array([exact, exact - bound])
+
+
 register("ch11-ex1", _ex1, hint=("Tail sums give the second moment as they gave the mean; then the "
               "variance."))
 register("ch11-ex2", _ex2, rtol=0.0, atol=0.0,
@@ -62,3 +73,5 @@ register("ch11-ex3", _ex3, hint=("A ratio of means weights each request by its l
               "does not."))
 register("ch11-ex4", _ex4, hint=("Compare the adaptive limit with the best fixed draft length's speedup, "
               "in the order asked."))
+register("ch11-ex6", _ex6, hint=("Request 2 leaves at max(t, G) + t; the mean of max(t, G) − G "
+              "is the mean of (t − G)⁺, and t − (t − G)⁺ = min(t, G)."))

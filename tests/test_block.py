@@ -264,7 +264,10 @@ def valid_verifier_lp(target, draft, k: int, own_tokens: str = "one"):
     ``own_tokens="one"``: a variable π(x, τ, y) = P(τ, Y = y | X = x) per draft x; the
     verifier keeps τ drafts, emits one token y and the target continues (the class of
     theorem ch9-thm-optimal). ``own_tokens="all"``: π(x, τ, w) for the whole tail
-    w = (Z_{τ+1}, …, Z_{k+1}), which the verifier emits itself (a wider class). Rows: each
+    w = (Z_{τ+1}, …, Z_{k+1}), which the verifier emits itself (a wider class);
+    ``"scored"``: any number m ≥ 0 of own tokens, each after a context the target pass
+    scored (a drafted prefix), so w[:-1] repeats the draft; ``"any"``: any number of own
+    tokens after any context (the target continues in both). Rows: each
     π(x, ·, ·) sums to one; the first k+1 tokens have the target's law. Returns
     (variables, {x: q(x)}, A, b).
     """
@@ -273,8 +276,11 @@ def valid_verifier_lp(target, draft, k: int, own_tokens: str = "one"):
          for x in itertools.product(range(V), repeat=k)}
     drafts = {x: j for j, x in enumerate(x for x in Q if Q[x] > 0)}
     cell = {z: j for j, z in enumerate(itertools.product(range(V), repeat=k + 1))}
-    var = [(x, i, w) for x in drafts for i in range(k + 1)
-           for w in itertools.product(range(V), repeat=1 if own_tokens == "one" else k + 1 - i)]
+    lengths = {"one": lambda i: [1], "all": lambda i: [k + 1 - i],
+               "scored": lambda i: range(k + 2 - i), "any": lambda i: range(k + 2 - i)}
+    var = [(x, i, w) for x in drafts for i in range(k + 1) for m in lengths[own_tokens](i)
+           for w in itertools.product(range(V), repeat=m)
+           if own_tokens != "scored" or w[:-1] == x[i:i + m - 1]]
     A = np.zeros((len(drafts) + len(cell), len(var)))
     b = np.ones(len(drafts) + len(cell))
     for v, (x, i, w) in enumerate(var):
@@ -378,6 +384,26 @@ def test_several_own_tokens_class_emits_k_plus_1_tokens_and_holds_the_draft_igno
     trivial = np.array([law[w] if i == 0 else 0.0 for _, i, w in var])
     assert np.abs(A @ trivial - b).max() < 1e-12
     assert sum(Q[x] * i * t for (x, i, _), t in zip(var, trivial, strict=True)) == 0
+
+
+@pytest.mark.parametrize(("pair", "k"), [((iid(P_EX), iid(Q_EX)), 2),
+                                         ((iid(P_EX), iid(Q_EX)), 3),
+                                         (toy.toy_pair(3, 0.3, seed=5), 2),
+                                         (toy.toy_pair(2, 0.2, seed=1), 3)])
+def test_own_tokens_only_after_scored_contexts_never_beat_block_but_off_path_ones_do(
+        pair, k):
+    # R8c finding 2, the proved half: a verifier whose own tokens all follow contexts the
+    # target pass scored (drafted prefixes) emits x^j and at most one more token, j ≥ ℓ',
+    # so the one-token theorem bounds E[ℓ'] and E[j]. Control: the same program with own
+    # tokens allowed after any context beats block verification.
+    target, draft = pair
+    blk = sm.expected_accepted(target, draft, k)
+    var, Q, A, b = valid_verifier_lp(target, draft, k, "scored")
+    for count_j in (False, True):
+        best = lp_maximum([Q[x] * (i + count_j * max(len(w) - 1, 0)) for x, i, w in var],
+                          A, b)
+        assert best == pytest.approx(blk, abs=1e-7)
+    assert best_valid_verifier(target, draft, k, "any") > blk + 1e-3
 
 
 # ---- statistical exactness of block_step ------------------------------------------------------

@@ -235,16 +235,118 @@ def test_chapter_5_exercise_7_measured_speedup_se_matches_the_spread_of_simulate
     # simulated benchmarks: the sd of Ŝ within 4 relative standard errors of the formula
     from specmath.exercises import ch5
 
-    # σ = 1 (noisier than the exercise) so that the noise term visibly matters
-    p = dict(ch5.PARAMS["ch5-ex7"], n=4_000, sigma=1.0)
+    # the exercise's own σ (R8b findings 1, 11: large enough that the noise term matters,
+    # with positive gamma-distributed times instead of a normal law)
+    p = dict(ch5.PARAMS["ch5-ex7"], n=4_000)
     S, se = ch5.measured_speedup_se(**p)
     assert S == pytest.approx(sm.speedup(p["alpha"], p["k"], p["c"]))
-    gen = np.random.default_rng(21)
-    reps = 300
-    N = sm.simulate_tokens_per_iteration(p["alpha"], p["k"], reps * p["n"], gen)
-    t = 1 + p["k"] / p["c"] + p["sigma"] * gen.standard_normal((reps, p["n"]))
-    S_hat = N.reshape(reps, p["n"]).sum(axis=1) / t.sum(axis=1)
-    assert abs(S_hat.std(ddof=1) / se - 1) < 4 / np.sqrt(2 * (reps - 1))
+    S_hat, _, _ = _ex7_benchmarks(p, reps=300, seed=21)
+    assert abs(S_hat.std(ddof=1) / se - 1) < 4 / np.sqrt(2 * (300 - 1))
     # without the timing noise term the formula would understate the spread here
     se_fixed = ch5.measured_speedup_se(**dict(p, sigma=0.0))[1]
-    assert se / se_fixed > 1 + 8 / np.sqrt(2 * (reps - 1))
+    assert se / se_fixed > 1 + 8 / np.sqrt(2 * (300 - 1))
+
+
+def _ex7_benchmarks(p: dict, reps: int, seed: int):
+    """Ŝ, N and t of `reps` simulated ch5-ex7 benchmarks with gamma iteration times of
+    mean 1 + k/c and sd σ."""
+    gen = np.random.default_rng(seed)
+    n, cost = p["n"], 1 + p["k"] / p["c"]
+    N = sm.simulate_tokens_per_iteration(p["alpha"], p["k"], reps * n, gen).reshape(reps, n)
+    shape = (cost / p["sigma"]) ** 2
+    t = gen.gamma(shape, cost / shape, (reps, n))
+    assert (t > 0).all()
+    return N.sum(axis=1) / t.sum(axis=1), N, t
+
+
+def test_chapter_5_exercise_7_interval_without_the_noise_term_undercovers_and_plug_in_covers():
+    # R8b findings 1 and 2: at the exercise's parameters the interval without S²σ² fails
+    # the coverage check (4 binomial sd around 0.95), while the plug-in interval
+    # sd_i(N_i − Ŝ t_i)/(√n t̄), which uses no true parameter, passes it
+    from specmath.exercises import ch5
+
+    p = dict(ch5.PARAMS["ch5-ex7"], n=4_000)
+    reps = 400
+    S, se = ch5.measured_speedup_se(**p)
+    se_fixed = ch5.measured_speedup_se(**dict(p, sigma=0.0))[1]
+    S_hat, N, t = _ex7_benchmarks(p, reps=reps, seed=8)
+    tol = 4 * np.sqrt(0.95 * 0.05 / reps)
+    se_plug = (N - S_hat[:, None] * t).std(axis=1, ddof=1) / (np.sqrt(p["n"]) * t.mean(axis=1))
+    for se_, ok in ((se, True), (se_fixed, False), (se_plug, True)):
+        cover = np.mean(np.abs(S_hat - S) < 1.96 * se_)
+        assert (abs(cover - 0.95) < tol) == ok, (cover, ok)
+
+
+# ---- review R8b -------------------------------------------------------------------------
+
+def test_judged_rate_formula_is_never_below_the_truth_and_the_two_rates_bracket_e_n():
+    # R8b finding 8 (proposition ch6-prop-judged): with α constant within an iteration and
+    # varying across iterations, f(E α) ≤ E[N] ≤ f(accepted ÷ judged), and the judged rate
+    # r satisfies E α ≤ r ≤ E[α^k]^(1/k); equal at k = 1, strict for k ≥ 2 when α varies
+    gen = np.random.default_rng(88)
+    for k in range(1, 13):
+        for n_pts in (2, 3, 5):
+            pts = gen.uniform(0, 1, size=(3_000, n_pts))
+            edge = gen.random(pts.shape) < 0.15
+            pts[edge] = gen.integers(0, 2, size=edge.sum())
+            w = gen.dirichlet(np.ones(n_pts), size=3_000)
+            m = np.minimum([(w * pts ** j).sum(axis=1) for j in range(k + 1)], 1)
+            r = np.minimum(m[1:].sum(axis=0) / m[:-1].sum(axis=0), 1)
+            en = 1 + m[1:].sum(axis=0)
+            gap = sm.expected_tokens(r, k) - en
+            assert (r >= m[1] - 1e-12).all() and (r <= m[k] ** (1 / k) + 1e-12).all()
+            assert (sm.expected_tokens(m[1], k) <= en + 1e-12).all()
+            assert (gap >= -1e-12).all()
+            if k == 1:
+                np.testing.assert_allclose(gap, 0, atol=1e-12)
+            else:
+                var = (w * pts ** 2).sum(axis=1) - m[1] ** 2
+                assert (gap[(var > 1e-3) & (m[1] > 0.2)] > 1e-12).all()
+    # the exact E[N] of a mixture agrees with simulated iterations (not just algebra)
+    pts, w, k = np.array([0.3, 0.95]), np.array([0.4, 0.6]), 6
+    alpha = gen.choice(pts, p=w, size=200_000)
+    n = sm.simulate_tokens_per_iteration(alpha, k, 1, gen)[:, 0]
+    en = 1 + sum((w * pts ** j).sum() for j in range(1, k + 1))
+    assert abs(n.mean() - en) < 4 * n.std() / np.sqrt(len(n))     # false alarm ≈ 6e-5
+    rate_log = (n - 1).sum() / np.minimum(n, k).sum()
+    assert sm.expected_tokens(rate_log, k) > n.mean() > sm.expected_tokens(alpha.mean(), k)
+
+
+def test_chapter_4_asymptotic_gtest_power_matches_simulated_rejection_rate_not_half_lambda():
+    # R8b finding 7: the non-central χ² power of chapter 4's G-test (α = 0.8 against data
+    # with α = 0.79, k = 5, level 1e-3) agrees with the rejection rate of 4,000 simulated
+    # tests within 4 binomial sd at three sample sizes; half the noncentrality does not
+    from gtestpower import power_of_gtest
+    from scipy import stats as sps
+
+    level, k = 1e-3, 5
+    p0 = sm.tokens_per_iteration_pmf(0.8, k)
+    p1 = sm.tokens_per_iteration_pmf(0.79, k)
+    gen = np.random.default_rng(7)
+    for n in (5_000, 10_000, 20_000):
+        obs = gen.multinomial(n, p1, size=4_000)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = 2 * np.where(obs > 0, obs * np.log(obs / (n * p0)), 0).sum(axis=1)
+        assert g[0] == pytest.approx(sm.stats.g_test(obs[0], p0).statistic)
+        rate = np.mean(g > sps.chi2.isf(level, k))
+        tol = 4 * np.sqrt(rate * (1 - rate) / 4_000)
+        assert abs(rate - power_of_gtest(p0, p1, n, level)) < tol
+        assert abs(rate - power_of_gtest(p0, p1, n // 2, level)) > tol
+
+
+def test_profile_step_formula_holds_at_every_neighbour_pair_and_mean_one_gives_k_plus_1():
+    # R8b findings 3 and 9 (ch6-thm-profile): Δ = B d (dG − 1) at every pair position,
+    # and the comparison value at mean 1 is k + 1 (the only profile is all ones)
+    gen = np.random.default_rng(9)
+    for k in range(2, 12):
+        raw = gen.uniform(0, 1, size=(2_000, k))
+        F = np.cumprod(raw, axis=1).sum(axis=1)
+        for i in range(k - 1):
+            st = raw.copy()
+            st[:, i:i + 2] = raw[:, i:i + 2].mean(axis=1, keepdims=True)
+            d = (raw[:, i] - raw[:, i + 1]) / 2
+            B = np.prod(raw[:, :i], axis=1)
+            G = 1 + np.cumprod(raw[:, i + 2:], axis=1).sum(axis=1)
+            np.testing.assert_allclose(np.cumprod(st, axis=1).sum(axis=1) - F,
+                                       B * d * (d * G - 1), atol=1e-12)
+        assert expected_tokens_positional(np.ones(k)) == sm.expected_tokens(1.0, k) == k + 1

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 def test_chapter_10_exercises_are_registered_and_reject_wrong_answers():
     keys = [k for k in exercise_keys() if k.startswith("ch10-")]
-    assert keys == ["ch10-ex1", "ch10-ex2", "ch10-ex3", "ch10-ex4", "ch10-ex5"]
+    assert keys == ["ch10-ex1", "ch10-ex2", "ch10-ex3", "ch10-ex4", "ch10-ex5", "ch10-ex6"]
     from specmath.exercises import _REGISTRY
     for key in keys:
         truth = np.asarray(_REGISTRY[key].compute(), float)
@@ -257,3 +257,34 @@ def test_inclusive_shared_coin_at_u_zero_keeps_a_zero_mass_sibling_and_strict_do
     assert (np.searchsorted(cum, u, side="left") != 0).all()  # u > 0 here: same picks
     np.testing.assert_array_equal(np.searchsorted(cum, u, side="left"),
                                   np.searchsorted(cum, u, side="right"))
+
+
+def test_ch10_ex6_best_deterministic_tree_is_the_most_probable_paths_by_brute_force():
+    """Exercise 10.6 (review R7b finding 16, a proof exercise on finding 8's formula): the
+    checker's best value (sum of the n largest target path probabilities, + 1) equals a
+    brute force over every tree of n nodes (every parent-closed set of n paths, grown one
+    node at a time), and the draft's top-2 tree of depth 2 falls short of it."""
+    from specmath import toy
+    from specmath.exercises import _REGISTRY
+    best, draft_tree = _REGISTRY["ch10-ex6"].compute()
+    assert (ch10.EX6_V, ch10.EX6_CLOSE) == (3, 0.4)    # the count 7752 below needs V = 3
+    target, draft = toy.toy_pair(ch10.EX6_V, ch10.EX6_CLOSE, seed=ch10.EX6_SEED)
+    par, tok = tr.top_m_tree(draft, ch10.EX6_M, ch10.EX6_DEPTH)
+    n = par.size
+    assert draft_tree == pytest.approx(1 + tr.deterministic_tree_value(target, par, tok))
+    cache = {}
+
+    def prob(v):
+        if v not in cache:
+            cache[v] = (1.0 if len(v) == 1 else prob(v[:-1])) * float(
+                target.next_distribution(list(v[:-1]))[v[-1]])
+        return cache[v]
+
+    trees = {frozenset()}
+    for _ in range(n):
+        trees = {t | {u + (x,)} for t in trees for u in [()] + list(t) for x in range(3)
+                 if u + (x,) not in t}
+    assert len(trees) == 7752      # with the root: ternary trees of 7 nodes, C(21, 7)/15
+    brute = max(sum(prob(v) for v in t) for t in trees)
+    assert best == pytest.approx(1 + brute, abs=1e-12)
+    assert best > draft_tree

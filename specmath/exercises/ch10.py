@@ -3,9 +3,12 @@
 import numpy as np
 
 from ..multidraft import multidraft_acceptance
+from ..toy import toy_pair
 from ..trees import (
     best_tree,
     chain_tree,
+    deterministic_tree_value,
+    top_m_tree,
     tree_attention_mask,
     tree_expected_accepted,
 )
@@ -21,6 +24,8 @@ EX3_Q = (0.3, 0.2, 0.5)
 EX4_A = (0.6, 0.2, 0.1)
 EX4_N = 6
 EX5_N = 10
+EX6_V, EX6_CLOSE, EX6_SEED = 3, 0.4, 7       # toy_pair(EX6_V, EX6_CLOSE, seed=EX6_SEED)
+EX6_M, EX6_DEPTH = 2, 2
 
 
 def _ex1():
@@ -49,6 +54,20 @@ def _ex5():
     return int(tree_attention_mask(par).sum())
 
 
+def _ex6():
+    target, draft = toy_pair(EX6_V, EX6_CLOSE, seed=EX6_SEED)
+    par, tok = top_m_tree(draft, EX6_M, EX6_DEPTH)
+    n = par.size
+    # the n most probable target paths (depth ≤ n suffices: values fall along a path)
+    probs, level = [], [((), 1.0)]
+    for _ in range(n):
+        level = [(pre + (x,), pr * float(target.next_distribution(list(pre))[x]))
+                 for pre, pr in level for x in range(target.vocab_size)]
+        probs += [pr for _, pr in level]
+    best = float(sum(sorted(probs)[-n:]))
+    return np.array([best + 1, deterministic_tree_value(target, par, tok) + 1])
+
+
 register("ch10-ex1", _ex1, hint=("Each later candidate faces what the previous rejection left of p; find "
               "each acceptance probability in turn."))
 register("ch10-ex2", _ex2, hint="With a one-hot target, when exactly is a candidate kept?")
@@ -59,3 +78,5 @@ register("ch10-ex4", _ex4, hint=("Each node adds the probability of reaching it;
 register("ch10-ex5", _ex5, rtol=0.0, atol=0.0,
          hint=("How many entries does one row of the tree mask have? Count along the "
               "path."))
+register("ch10-ex6", _ex6, hint=("A node's value is the target's probability of its path, and a "
+              "path is never more probable than its parent's; list the paths by probability."))

@@ -6,10 +6,14 @@ sampled from. A common bug samples the draft token one way (greedily, or after t
 temperature) and passes another q (the plain softmax) to the verifier.
 
 The rule also needs its acceptance uniform and its residual sample to be *fresh*:
-independent of the randomness that drew the draft token. Two ways to break that are
-modelled here: one uniform number used both to draw the draft token and to accept it
-(:func:`reused_uniform_output_distribution`), and the residual drawn with the same Gumbel
-noise that selected the draft token (:func:`gumbel_verifier_outputs`).
+independent of each other, of the randomness that drew the draft tokens, and of the earlier
+slots' randomness. Ways to break that are modelled here: one uniform number used both to
+draw the draft token and to accept it (:func:`reused_uniform_output_distribution`), the
+residual drawn with the same Gumbel noise that selected the draft token
+(:func:`gumbel_verifier_outputs`, exact law :func:`shared_gumbel_output_distribution`), and,
+with uniforms independent of the drafts, one uniform for every slot of a block
+(:func:`one_uniform_per_block_second_token_distribution`) or the residual drawn at the
+acceptance uniform (:func:`residual_at_acceptance_uniform_output_distribution`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from ._validate import as_count, as_distribution, as_generator, same_shape
 from .acceptance import residual_distribution
 
 __all__ = ["mismatched_output_distribution", "greedy", "reused_uniform_output_distribution",
-           "gumbel_verifier_outputs"]
+           "gumbel_verifier_outputs", "shared_gumbel_recovery_distribution",
+           "shared_gumbel_output_distribution",
+           "one_uniform_per_block_second_token_distribution",
+           "residual_at_acceptance_uniform_output_distribution"]
 
 
 def greedy(q) -> np.ndarray:
@@ -93,7 +100,9 @@ def gumbel_verifier_outputs(p, q, n, rng,
     With ``shared_noise=True``, G' = G: the noise that made X win is reused, the bug that
     vLLM's V2 model runner had with ``draft_sample_method="probabilistic"`` (fixed by
     salting the draft's Philox offset; vLLM pull requests 47386 and 54282). The recovery
-    then under-weights tokens the draft ranked high but lost, and the output is biased.
+    then follows r(y)·Φ(r(y)/q(y)) instead of r (exact law:
+    :func:`shared_gumbel_recovery_distribution`), tilted toward the tokens with the largest
+    r/q, whatever the draft's ranking, and the output is biased.
 
     Parameters
     ----------
@@ -124,3 +133,97 @@ def gumbel_verifier_outputs(p, q, n, rng,
     g_rec = g if shared_noise else rng.gumbel(size=(n, p.size))
     y = np.argmax(log_r + g_rec, axis=1)
     return x, np.where(accept, x, y)
+
+
+def _rows(p, q) -> tuple[np.ndarray, np.ndarray]:
+    p = as_distribution(p, "p")
+    q = as_distribution(q, "q")
+    same_shape(p, q, "p", "q")
+    if p.ndim != 1:
+        raise ValueError(f"p and q must be single rows (1-D); got shape {p.shape}")
+    return p, q
+
+
+def shared_gumbel_recovery_distribution(p, q) -> np.ndarray:
+    """Exact law of the recovered token after a rejection when it reuses the draft's
+    Gumbel noise (ch. 2, pitfall "fresh randomness"; :func:`gumbel_verifier_outputs`).
+
+    With E_z = exp(−G_z) ~ Exp(1), X = x and Y = y mean E_x/q_x < E_z/q_z and
+    E_y/r_y < E_z/r_z for all other z (r the residual; a rejected x has r_x = 0).
+    Substituting s = E_x/q_x, w = E_y/r_y, s = τw and integrating w out gives
+
+        P(X = x, Y = y) = q_x · r_y · Φ(r_y/q_y),   Φ(t) = ∫_0^t dτ / h(τ)²,
+        h(τ) = Σ_z max(q_z τ, r_z),
+
+    (Φ(∞) when q_y = 0). h is piecewise linear, so Φ is summed exactly piece by piece:
+    ∫_a^b dτ/h² = (b − a)/(h(a) h(b)). The law after a rejection, r_y Φ(r_y/q_y), does
+    not depend on which x was rejected; fresh noise would give r_y. Since Φ increases,
+    the tilt Φ(r_y/q_y) orders tokens by r_y/q_y.
+    """
+    p, q = _rows(p, q)
+    r = residual_distribution(p, q)
+    if not np.any(p < q):
+        raise ValueError("p and q must differ (p < q somewhere) for a rejection to occur")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        knots = np.where(q > 0, r / np.where(q > 0, q, 1.0), np.inf)
+    inner = np.unique(knots[np.isfinite(knots) & (knots > 0)])
+
+    def h(t: np.ndarray) -> np.ndarray:
+        return np.maximum(np.outer(t, q), r).sum(axis=1)
+
+    grid = np.concatenate([[0.0], inner])
+    hg = h(grid)
+    pieces = np.diff(grid) / (hg[:-1] * hg[1:])
+    phi_grid = np.concatenate([[0.0], np.cumsum(pieces)])
+    # the last piece [grid[-1], inf): h = 1·τ + sum of r_z with q_z = 0, so ∫ = 1/(A h)
+    slope = q.sum()
+    phi_inf = phi_grid[-1] + 1.0 / (slope * hg[-1])
+    phi = np.zeros_like(r)
+    for y in np.flatnonzero(r > 0):
+        t = knots[y]
+        phi[y] = phi_inf if np.isinf(t) else phi_grid[np.searchsorted(grid, t)]
+    return r * phi
+
+
+def shared_gumbel_output_distribution(p, q) -> np.ndarray:
+    """Exact output law of the verifier of :func:`gumbel_verifier_outputs` with
+    ``shared_noise=True``: q·min(1, p/q) + (1 − α)·(law after a rejection), the latter
+    from :func:`shared_gumbel_recovery_distribution` (chapter 2)."""
+    p, q = _rows(p, q)
+    kept = q * _ratio(p, q)
+    return kept + (1.0 - kept.sum()) * shared_gumbel_recovery_distribution(p, q)
+
+
+def one_uniform_per_block_second_token_distribution(p, q) -> np.ndarray:
+    """Exact law of the second emitted token, given that slot 1 accepted, when one
+    uniform U decides both slots of a two-token block (chapter 2, requirement (ii)).
+
+    The drafts X_1, X_2 are drawn independently from q (context-free p and q, so the
+    target's law of each token is p), U is independent of them, and slot i accepts iff
+    U < a(X_i), a = min(1, p/q); a rejection at slot 2 draws a fresh residual sample.
+    Given slot 1 accepted, U < a(X_1), so slot 2 sees a uniform that is not fresh.
+    """
+    p, q = _rows(p, q)
+    a = _ratio(p, q)
+    alpha = float(q @ a)
+    both = np.minimum.outer(a, a)                # P(U < a(x1) and U < a(x2))
+    acc2 = q @ both * q                          # P(slot 1 and slot 2 accept, X_2 = y)
+    rej2 = alpha - acc2.sum()                    # P(slot 1 accepts, slot 2 rejects)
+    return (acc2 + rej2 * residual_distribution(p, q)) / alpha
+
+
+def residual_at_acceptance_uniform_output_distribution(p, q) -> np.ndarray:
+    """Exact output law when the residual sample is drawn by inverting the residual's
+    cumulative distribution at the acceptance uniform itself (chapter 2, requirement (ii)).
+
+    U is independent of the draft X ~ q, so acceptance is right, but after a rejection
+    U lies in [a(X), 1), a = min(1, p/q), and Y = F_r⁻¹(U) is not distributed as r.
+    """
+    p, q = _rows(p, q)
+    a = _ratio(p, q)
+    r = residual_distribution(p, q)
+    hi = np.cumsum(r)
+    lo = hi - r
+    # P(X = x, U in [max(lo_y, a_x), hi_y)) for each rejected x and residual token y
+    span = np.clip(hi[None, :] - np.maximum(lo[None, :], a[:, None]), 0.0, None)
+    return q * a + q @ span

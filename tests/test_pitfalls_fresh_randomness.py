@@ -1,0 +1,115 @@
+"""Chapter 2, requirement (ii) of the proof of ch2-thm-sequence: the acceptance uniform
+of each slot and its residual sample must be independent of each other, of the draft's
+randomness and of the earlier slots' randomness. Exact laws of three ways to break it
+(review R9a findings 1 and 2), each checked against a simulation of its pipeline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import specmath as sm
+from specmath import pitfalls as pf
+from specmath import stats
+
+P_ANIMALS = np.array([0.35, 0.25, 0.20, 0.12, 0.08])
+Q_ANIMALS = np.array([0.15, 0.40, 0.10, 0.30, 0.05])
+LEVEL = 0.01     # each G-test below: false-alarm rate 0.01 when the stated law is true
+
+
+def _counts(y: np.ndarray, v: int) -> np.ndarray:
+    return np.bincount(y, minlength=v)
+
+
+def test_shared_gumbel_exact_law_matches_independent_quadrature_on_the_animals():
+    """Reference values: 2-D quadrature over (G_x, G_y) in the Gumbel variables
+    (scipy dblquad, reviewer R9a's /tmp/r9a/gumbel_exact.py, total mass 0.999997),
+    which does not use the 1-D formula r(y) Φ(r(y)/q(y))."""
+    rec = pf.shared_gumbel_recovery_distribution(P_ANIMALS, Q_ANIMALS)
+    out = pf.shared_gumbel_output_distribution(P_ANIMALS, Q_ANIMALS)
+    np.testing.assert_allclose(rec, [0.634052, 0, 0.293220, 0, 0.072728], atol=1e-5)
+    np.testing.assert_allclose(out, [0.359235, 0.25, 0.196762, 0.12, 0.074], atol=1e-5)
+    assert abs(sm.tv_distance(out, P_ANIMALS) - 0.0092367) < 1e-5
+    # cat has the largest q among the recoverable tokens and is over-weighted (not
+    # under-weighted, as the "high-q losers" explanation says); emu is under-weighted
+    r = sm.residual_distribution(P_ANIMALS, Q_ANIMALS)
+    assert rec[0] > r[0] and rec[4] < r[4]
+
+
+def test_shared_gumbel_exact_law_matches_simulation_and_is_ordered_by_r_over_q():
+    """On 30 random pairs (V = 6, some q(z) = 0), the simulated shared-noise verifier
+    passes the G-test against the exact law (level 0.001 each, so a false alarm in at
+    most 3 % of seeds; seed fixed) and the fresh-noise verifier is rejected against it wherever
+    the bias is large enough to give power (TV > 0.02, 2·10⁵ draws). On 500 pairs the
+    recovery tilt rec/r increases strictly with r/q, and the law sums to one."""
+    rng = np.random.default_rng(54282)
+    n = 200_000
+    for _ in range(30):
+        p, q = rng.dirichlet(np.ones(6)), rng.dirichlet(np.ones(6))
+        q[rng.integers(6)] = 0.0
+        q /= q.sum()
+        law = pf.shared_gumbel_output_distribution(p, q)
+        _, y = pf.gumbel_verifier_outputs(p, q, n, rng)
+        assert stats.g_test(_counts(y, 6), law).pvalue > LEVEL / 10
+        if sm.tv_distance(law, p) > 0.02:
+            _, y_fr = pf.gumbel_verifier_outputs(p, q, n, rng, shared_noise=False)
+            assert stats.g_test(_counts(y_fr, 6), law).pvalue < LEVEL
+    for _ in range(500):
+        p, q = rng.dirichlet(np.ones(6)), rng.dirichlet(np.ones(6))
+        rec = pf.shared_gumbel_recovery_distribution(p, q)
+        r = sm.residual_distribution(p, q)
+        on = r > 0
+        assert abs(rec.sum() - 1) < 1e-12
+        tilt = (rec[on] / r[on])[np.argsort((r / q)[on])]
+        assert np.all(np.diff(tilt) > 0)
+        assert on.sum() == 1 or (tilt[0] < 1 < tilt[-1])
+
+
+def test_one_uniform_per_block_biases_the_second_token_though_independent_of_drafts():
+    """Counterexample (c) to requirement (ii) worded as 'independent of the draft':
+    one U decides both slots of a k = 2 block. Exact law checked by simulation
+    (G-test, level 0.01); the first token is exact, the second off by TV > 0.1."""
+    p, q, v = P_ANIMALS, Q_ANIMALS, 5
+    law = pf.one_uniform_per_block_second_token_distribution(p, q)
+    assert abs(sm.tv_distance(law, p) - 0.14194) < 1e-4      # R9a's simulation: 0.142
+    rng = np.random.default_rng(682)
+    n = 400_000
+    a, r = np.minimum(1, p / q), sm.residual_distribution(p, q)
+    x1, x2, u = rng.choice(v, n, p=q), rng.choice(v, n, p=q), rng.random(n)
+    y1 = np.where(u < a[x1], x1, rng.choice(v, n, p=r))
+    y2 = np.where(u < a[x2], x2, rng.choice(v, n, p=r))[u < a[x1]]
+    assert stats.g_test(_counts(y2, v), law).pvalue > LEVEL
+    assert stats.g_test(_counts(y2, v), p).pvalue < LEVEL
+    assert stats.g_test(_counts(y1, v), p).pvalue > LEVEL
+    # control: a fresh uniform at slot 2 gives p
+    y2f = np.where(rng.random(n) < a[x2], x2, rng.choice(v, n, p=r))[u < a[x1]]
+    assert stats.g_test(_counts(y2f, v), p).pvalue > LEVEL
+
+
+def test_residual_drawn_at_the_acceptance_uniform_biases_the_output():
+    """Counterexample (d): U is independent of the draft, but the residual sample is
+    F_r⁻¹(U) with the same U. Exact law (TV 0.138 on the animals) checked by simulation;
+    control: F_r⁻¹ at a fresh uniform gives p."""
+    p, q, v = P_ANIMALS, Q_ANIMALS, 5
+    law = pf.residual_at_acceptance_uniform_output_distribution(p, q)
+    assert abs(sm.tv_distance(law, p) - 0.138182) < 1e-5     # R9a's resU.py: 0.138
+    rng = np.random.default_rng(683)
+    n = 400_000
+    a, cr = np.minimum(1, p / q), np.cumsum(sm.residual_distribution(p, q))
+    x, u, u2 = rng.choice(v, n, p=q), rng.random(n), rng.random(n)
+    inv = np.minimum(np.searchsorted(cr, u, side="right"), v - 1)
+    inv2 = np.minimum(np.searchsorted(cr, u2, side="right"), v - 1)
+    y, yf = np.where(u < a[x], x, inv), np.where(u < a[x], x, inv2)
+    assert stats.g_test(_counts(y, v), law).pvalue > LEVEL
+    assert stats.g_test(_counts(y, v), p).pvalue < LEVEL
+    assert stats.g_test(_counts(yf, v), p).pvalue > LEVEL
+
+
+def test_exact_pitfall_laws_reject_bad_input_naming_the_argument():
+    with pytest.raises(ValueError, match="1-D"):
+        pf.shared_gumbel_recovery_distribution(np.stack([P_ANIMALS] * 2),
+                                               np.stack([Q_ANIMALS] * 2))
+    with pytest.raises(ValueError, match="p and q must differ"):
+        pf.shared_gumbel_output_distribution(P_ANIMALS, P_ANIMALS)
+    with pytest.raises(ValueError, match="q"):
+        pf.one_uniform_per_block_second_token_distribution(P_ANIMALS, [0.5, 0.6, 0, 0, 0])

@@ -59,7 +59,10 @@ def _moments(mean, second, mean_name: str, second_name: str):
 
 
 def utilisation(arrival_rate: ArrayLike, service_mean: ArrayLike) -> float | np.ndarray:
-    """Utilisation φ = λ E[T_svc] of one server (ch. 11, eq. ch11-pk).
+    """Offered load φ = λ E[T_svc] of one server (ch. 11, eq. ch11-pk).
+
+    Below one it is the server's utilisation; at or above one there is no steady state
+    (the overloaded runs of proposition ch11-prop-over).
 
     Parameters
     ----------
@@ -71,7 +74,7 @@ def utilisation(arrival_rate: ArrayLike, service_mean: ArrayLike) -> float | np.
     Returns
     -------
     float or ndarray
-        The long-run fraction of time the server is busy when φ < 1.
+        λ E[T_svc]; the long-run fraction of time the server is busy when φ < 1.
     """
     lam = _rate(arrival_rate, "arrival_rate")
     m1 = as_positive(service_mean, "service_mean", allow_inf=False)

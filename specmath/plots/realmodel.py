@@ -130,6 +130,27 @@ def plot_verification_cost(k, v, lo, hi, v_wall=None, v_matmul=None):
     return fig
 
 
+def plot_part_rates(names, ratio, lo, hi, whole_pass):
+    """Chapter 7, where the draft loses speed: per part, the draft's GB per CPU second
+    divided by the target's (median of the per-block ratios, with its order-statistic
+    interval), beside the same ratio for the whole pass (c ÷ byte ratio) and one (no
+    loss). Bars below one: the draft reads that part's bytes more slowly."""
+    ratio, lo, hi = (np.asarray(x, dtype=float) for x in (ratio, lo, hi))
+    y = np.arange(ratio.size)[::-1]
+    fig, ax = new_axes(width=5.6, height=2.6)
+    ax.barh(y, ratio, color=PALETTE["draft"], alpha=0.6)
+    ax.errorbar(ratio, y, xerr=[ratio - lo, hi - ratio], fmt="none",
+                ecolor=PALETTE["target"], capsize=3, label="interval of the median")
+    ax.axvline(whole_pass, color=PALETTE["residual"], ls="--",
+               label="whole pass (c ÷ byte ratio)")
+    ax.axvline(1.0, color=PALETTE["grey"], ls=":", label="no loss")
+    ax.set_yticks(y, list(names))
+    ax.set_xlim(min(0.75, float(lo.min()) - 0.02), 1.02)
+    ax.set_xlabel("draft GB per CPU second ÷ target's, paired per block")
+    ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
 def plot_sweep(k, pred, pred_lo, pred_hi, one_step, measured=None, measured_pred=None):
     """Speedup against k: the prediction from exact N along each prompt's agreement string
     and the measured costs (median over prompts with an interval), chapter 5's one-step

@@ -27,6 +27,11 @@ DATA = {
     "kv_heads": 8,
     "head_dim": 128,
     "context": 32768,
+    # a 7B-class draft with grouped-query attention (illustrative): 32 layers, 8 KV heads
+    # of dim 128; exercise 5 counts its weights and its own cache
+    "draft_layers": 32,
+    "draft_kv_heads": 8,
+    "draft_head_dim": 128,
 }
 
 

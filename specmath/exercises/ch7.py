@@ -99,3 +99,31 @@ register("ch7-ex4", _ex4, rtol=1e-3, hint=("At break-even the speedup is exactly
 register("ch7-ex5", _ex5, rtol=1e-3,
          hint=("Choose k on the train texts only; then price that same k on the test "
               "texts, pooling each split's iterations before pricing them."))
+
+
+def _ex6() -> list[float]:
+    """Medians over the blocks of layers_cpu.json: the draft ÷ target GB per CPU second
+    of the head and of a layer inside the pass, and within the draft the head's GB/s ÷ a
+    layer's (review R8a finding 15)."""
+    from ..notebook import load_result
+    R = load_result("layers_cpu.json")
+    b = {r: R["models"][r]["bytes"] for r in ("target", "draft")}
+    lay = {r: np.mean(R["in_pass_cpu_s"][r]["layers_s"], axis=1) for r in b}
+    head = {r: np.array(R["in_pass_cpu_s"][r]["head_s"]) for r in b}
+
+    def rate(r, part, t):
+        return b[r][part] / t
+
+    return [float(np.median(rate("draft", "head", head["draft"])
+                            / rate("target", "head", head["target"]))),
+            float(np.median(rate("draft", "layer", lay["draft"])
+                            / rate("target", "layer", lay["target"]))),
+            float(np.median(rate("draft", "head", head["draft"])
+                            / rate("draft", "layer", lay["draft"])))]
+
+
+# ch7-ex6: from layers_cpu.json, per-block medians of draft ÷ target GB/s (head, layer in
+# the pass) and the draft's head ÷ layer GB/s
+register("ch7-ex6", _ex6, rtol=1e-3,
+         hint=("Form the ratio block by block, from two times of the same block, and "
+              "take the median of the ratios, not the ratio of the medians."))

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from specmath import costmodel as cm
 from specmath.exercises.ch1 import DATA
 
@@ -50,3 +52,29 @@ def test_roofline_intensity_in_bf16_is_n_flops_per_byte_not_2n():
     for n in (1, 5, 300):
         assert cm.arithmetic_intensity(n, 2.0) == n
         assert cm.arithmetic_intensity(n, 2.0) != 2 * n
+
+
+def test_exercise_ch1_ex6d_m_tokens_cost_one_step_at_every_batch_iff_m_at_most_m_max():
+    """ch1-ex6(d): t(B, m) = t(B, 1) for all B ≥ 1 iff m ≤ m_max or m = 1, checked on
+    ch1-ex5's data and on 50 random (F, W, P, B_KV, A) over B up to 10⁶; the integer
+    just above max(1, m_max) fails at some batch."""
+    rng = np.random.default_rng(61)
+    kv, _ = _caches()
+    h = cm.tensor_parallel(cm.H100_SXM, DATA["n_gpus"])
+    A = cm.attention_flops(DATA["context"], DATA["layers"], DATA["q_heads"],
+                           DATA["head_dim"])
+    cases = [(h.peak_flops, h.bandwidth, DATA["target_params"], kv, A)]
+    for _ in range(50):
+        cases.append((10 ** rng.uniform(12, 16), 10 ** rng.uniform(11, 13),
+                      10 ** rng.uniform(8, 11), 10 ** rng.uniform(6, 10),
+                      10 ** rng.uniform(6, 11)))
+    Bs = np.unique(np.geomspace(1, 1e6, 400).astype(int))
+    for F, W, P, kvb, att in cases:
+        def t(B, m, F=F, W=W, P=P, kvb=kvb, att=att):
+            return np.maximum((2 * P + B * kvb) / W, B * m * (2 * P + att) / F)
+        m_max = F * kvb / (W * (2 * P + att))
+        for m in range(1, 1 + max(1, math.floor(m_max))):
+            assert np.all(t(Bs, m) == t(Bs, 1))
+        m_bad = max(1, math.floor(m_max)) + 1
+        big = np.array([1e12])                           # a batch large enough
+        assert np.any(t(np.concatenate([Bs, big]), m_bad) > t(np.concatenate([Bs, big]), 1))

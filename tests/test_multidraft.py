@@ -133,6 +133,65 @@ def test_fixed_target_rule_over_emits_every_token_with_p_at_most_q(p, q):
         assert (law[low] > p[low]).all()
 
 
+def _with_zeros(v, rng):
+    v = v.copy()
+    v[rng.choice(v.size, size=rng.integers(1, 3), replace=False)] = 0
+    return v / v.sum()
+
+
+_RZ = np.random.default_rng(1010)
+ZERO_PAIRS = [(_with_zeros(_RZ.dirichlet(np.ones(5)), _RZ),
+               _with_zeros(_RZ.dirichlet(np.ones(5)), _RZ)) for _ in range(12)]
+ZERO_PAIRS = [(p, q) for p, q in ZERO_PAIRS if np.minimum(p, q).sum() > 0]
+
+
+def test_fixed_target_rule_never_emits_a_p_zero_token_the_draft_proposes():
+    # review R9c finding 2: at p = 0 < q nothing is over-emitted
+    p, q = np.array([0.6, 0.4, 0.0]), np.array([0.3, 0.3, 0.4])
+    law2, _ = brute_law(p, q, 2, fixed_target=True)
+    law3, _ = brute_law(p, q, 3, fixed_target=True)
+    assert law2 == pytest.approx([0.54, 0.46, 0.0], abs=1e-12)
+    assert law3 == pytest.approx([0.516, 0.484, 0.0], abs=1e-12)
+
+
+@pytest.mark.parametrize(("p", "q"), ZERO_PAIRS)
+def test_fixed_target_rule_over_emits_exactly_tokens_with_0_lt_p_le_q_zeros_included(p, q):
+    a = sm.acceptance_probability(p, q)
+    low = (p > 0) & (p <= q)
+    for m in (2, 3):
+        law, _ = brute_law(p, q, m, fixed_target=True)
+        assert law == pytest.approx(
+            md.multidraft_output_distribution(p, q, m, rule="fixed-target"), abs=1e-12)
+        assert law[low] == pytest.approx(p[low] * (1 - (1 - a) ** m) / a)
+        assert (law[low] > p[low]).all()
+        assert (law[p == 0] == 0).all()
+        assert not np.allclose(law, p, atol=1e-6)  # q not proportional to p: biased
+
+
+PROPORTIONAL_PAIRS = [(np.array([0.5, 0.5, 0.0]), np.array([0.25, 0.25, 0.5])),
+                      (np.array([0.4, 0.3, 0.2, 0.1, 0.0]),
+                       np.array([0.24, 0.18, 0.12, 0.06, 0.4]))] + [
+    (np.append(p, 0.0), np.append(a * p, 1 - a))
+    for (p, _), a in zip(ZERO_PAIRS[:4], (0.2, 0.5, 0.7, 0.9), strict=True)]
+
+
+@pytest.mark.parametrize(("p", "q"), PROPORTIONAL_PAIRS)
+def test_fixed_target_rule_is_exact_when_q_is_proportional_to_p_on_its_support(p, q):
+    # review R9c finding 1: q = alpha p on supp p makes the mistake exact at every m
+    for m in (2, 3, 4):
+        law, _ = brute_law(p, q, m, fixed_target=True)
+        assert law == pytest.approx(p, abs=1e-12)
+        assert md.multidraft_output_distribution(p, q, m, rule="fixed-target") == \
+            pytest.approx(p, abs=1e-12)
+
+
+def test_fixed_target_rule_is_biased_when_p_beats_q_on_the_support_but_not_in_proportion():
+    # no token with 0 < p <= q is necessary for exactness, not sufficient
+    p, q = np.array([0.5, 0.5, 0.0]), np.array([0.1, 0.3, 0.6])
+    law, _ = brute_law(p, q, 2, fixed_target=True)
+    assert law == pytest.approx([0.4, 0.6, 0.0], abs=1e-12)
+
+
 @pytest.mark.parametrize(("p", "q"), PAIRS)
 def test_without_replacement_over_the_whole_vocabulary_always_keeps_one(p, q):
     assert md.multidraft_acceptance(p, q, p.size, replacement=False) == pytest.approx(

@@ -69,6 +69,35 @@ def test_exercise_6_two_request_run_matches_direct_integration_and_simulation():
     assert abs(m.mean() - exact) < 3.29 * m.std() / np.sqrt(m.size)
 
 
+def test_exercise_3b_two_requests_workload_beats_mean_of_ratios_iff_n1_over_n2_above_s1_over_s2():
+    """ch11-ex3 (b): with S₁ > S₂, Σn/Σ(n/S) > (S₁ + S₂)/2 iff n₁/n₂ > S₁/S₂; checked on
+    random pairs (a variant with the condition reversed, n₁/n₂ > S₂/S₁, fails)."""
+    rng = np.random.default_rng(12)
+    s1, s2 = rng.uniform(1, 5, (2, 2000))
+    s1, s2 = np.maximum(s1, s2), np.minimum(s1, s2)
+    r = np.exp(rng.uniform(-4, 4, 2000))                    # n1/n2
+    wl = (r + 1) / (r / s1 + 1 / s2)
+    assert np.array_equal(wl > (s1 + s2) / 2, r > s1 / s2)
+    assert not np.array_equal(wl > (s1 + s2) / 2, r > s2 / s1)
+    a = np.array(ch11.EX3["alphas"])
+    n = np.array(ch11.EX3["lengths"], float)
+    si = (1 - a ** (ch11.EX3["k"] + 1)) / (1 - a) / (1 + ch11.EX3["k"] / ch11.EX3["c"])
+    assert si.mean() > n.sum() / (n / si).sum()          # long requests poorly drafted
+
+
+def test_exercise_4b_oracle_gain_is_one_at_both_ends_of_c_and_largest_in_between():
+    """ch11-ex4 (b): S_oracle / max_k S(k) → 1 as c → 1 and c → ∞, ≥ 1 throughout, and
+    peaks at an interior c (about 1.51 at c ≈ 6 for α = 0.85)."""
+    a = ch11.EX4["alpha"]
+    cs = np.geomspace(1, 1e4, 161)
+    ks = np.arange(400)
+    en = (1 - a ** (ks + 1)) / (1 - a)
+    gain = 1 / (1 - a + a / cs) / (en[:, None] / (1 + ks[:, None] / cs)).max(axis=0)
+    assert np.isclose(gain[0], 1) and gain[-1] < 1.01 and np.all(gain >= 1 - 1e-12)
+    i = np.argmax(gain)
+    assert 0 < i < cs.size - 1 and gain[i] > 1.5 and 4 < cs[i] < 9
+
+
 def test_gpu_datasheet_file_matches_the_cost_model_hardware():
     names = {"A100": "A100 SXM 80GB", "H100": "H100 SXM", "H200": "H200 SXM"}
     for hw in cm.ILLUSTRATIVE_GPUS:

@@ -421,6 +421,9 @@ def test_transformers_36337_pair_sits_between_the_k20_break_evens_and_fp32_costs
     assert abs(cmin[0] - 5.06) < 0.005 and abs(cmin[1] - 6.69) < 0.005
     assert cmin[0] < c < cmin[1]
     assert sm.speedup(0.8, k, c) > 1 > sm.speedup(0.75, k, c)
+    # eq. ch11-cW: a fixed cost t0 = 0.355 draft weight reads brings c to break-even
+    t0 = (c - cmin[0]) / (cmin[0] - 1)
+    assert abs(t0 - 0.355) < 0.001 and np.isclose((t0 * p1 + p8) / (t0 * p1 + p1), cmin[0])
     g = {q: published.load("gpus", gpu="A100 SXM 80GB", quantity=q)[0]["value"]
          for q in ("memory_bandwidth", "peak_fp32")}
     v32 = (k + 1) / (g["peak_fp32"] * 4 / (2 * g["memory_bandwidth"]))

@@ -5,15 +5,18 @@ The rule min(1, p/q) is exact only if q is the distribution the draft token was 
 sampled from. A common bug samples the draft token one way (greedily, or after top-k or a
 temperature) and passes another q (the plain softmax) to the verifier.
 
-The rule also needs its acceptance uniform and its residual sample to be *fresh*:
-independent of each other, of the randomness that drew the draft tokens, and of the earlier
-slots' randomness. Ways to break that are modelled here: one uniform number used both to
-draw the draft token and to accept it (:func:`reused_uniform_output_distribution`), the
-residual drawn with the same Gumbel noise that selected the draft token
-(:func:`gumbel_verifier_outputs`, exact law :func:`shared_gumbel_output_distribution`), and,
-with uniforms independent of the drafts, one uniform for every slot of a block
-(:func:`one_uniform_per_block_second_token_distribution`) or the residual drawn at the
-acceptance uniform (:func:`residual_at_acceptance_uniform_output_distribution`).
+The rule also needs its acceptance uniform, its residual sample and the bonus token's
+sample to be *fresh*: independent of each other, of the randomness that drew the draft
+tokens, and of the earlier slots' randomness. Ways to break that are modelled here: one
+uniform number used both to draw the draft token and to accept it
+(:func:`reused_uniform_output_distribution`), the residual drawn with the same Gumbel noise
+that selected the draft token (:func:`gumbel_verifier_outputs`, exact law
+:func:`shared_gumbel_output_distribution`), and, with uniforms independent of the drafts,
+one uniform for every slot of a block
+(:func:`one_uniform_per_block_second_token_distribution`), the residual drawn at the
+acceptance uniform (:func:`residual_at_acceptance_uniform_output_distribution`) or the
+bonus token drawn at the last slot's acceptance uniform
+(:func:`bonus_at_acceptance_uniform_distribution`).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ __all__ = ["mismatched_output_distribution", "greedy", "reused_uniform_output_di
            "gumbel_verifier_outputs", "shared_gumbel_recovery_distribution",
            "shared_gumbel_output_distribution",
            "one_uniform_per_block_second_token_distribution",
-           "residual_at_acceptance_uniform_output_distribution"]
+           "residual_at_acceptance_uniform_output_distribution",
+           "bonus_at_acceptance_uniform_distribution"]
 
 
 def greedy(q) -> np.ndarray:
@@ -227,3 +231,29 @@ def residual_at_acceptance_uniform_output_distribution(p, q) -> np.ndarray:
     # P(X = x, U in [max(lo_y, a_x), hi_y)) for each rejected x and residual token y
     span = np.clip(hi[None, :] - np.maximum(lo[None, :], a[:, None]), 0.0, None)
     return q * a + q @ span
+
+
+def bonus_at_acceptance_uniform_distribution(p, q) -> np.ndarray:
+    """Exact law of the bonus token, given that the slot accepted, when the bonus is drawn
+    by inverting the cumulative distribution of p at that slot's acceptance uniform
+    (chapter 2, requirement (ii); one draft, k = 1).
+
+    The draft X ~ q and the uniform U are independent, so acceptance is right, but given
+    acceptance U lies in [0, a(X)), a = min(1, p/q), and B = F_p⁻¹(U) is not distributed
+    as p: P(B = y | accepted) = Σ_x q(x)·|[F(y−1), F(y)) ∩ [0, a(x))| / α, with α the
+    acceptance probability. With context-free p and q (the same rows at both positions,
+    so the target's law of each token is p), the second emitted token then has law
+    (1 − α)·p + α·(this law): a rejection ends the iteration, and the next one's first
+    token is exact. A bonus drawn at a fresh uniform has law p.
+    """
+    p, q = _rows(p, q)
+    a = _ratio(p, q)
+    alpha = float(q @ a)
+    if alpha <= 0:
+        raise ValueError("p and q must overlap (min(p, q) > 0 somewhere) for the slot "
+                         "to accept")
+    hi = np.cumsum(p)
+    lo = hi - p
+    # P(X = x, U in [lo_y, min(hi_y, a_x))) for each draft x and bonus token y
+    span = np.clip(np.minimum(hi[None, :], a[:, None]) - lo[None, :], 0.0, None)
+    return q @ span / alpha

@@ -78,3 +78,50 @@ def test_exercise_ch1_ex6d_m_tokens_cost_one_step_at_every_batch_iff_m_at_most_m
         m_bad = max(1, math.floor(m_max)) + 1
         big = np.array([1e12])                           # a batch large enough
         assert np.any(t(np.concatenate([Bs, big]), m_bad) > t(np.concatenate([Bs, big]), 1))
+
+
+def test_two_h100s_fail_for_speculation_only_through_the_engines_reserve():
+    """ch1-ex5 (review R10a finding 2): fits_in_memory is a necessary condition with the
+    datasheet's 80·10⁹ bytes per GPU. The device reports 81559 MiB (more), and two of
+    those would hold weights and both caches (171.04 GB ≥ 169.03 GB); vLLM's default
+    share of 0.9 leaves 153.9 GB, short of it, and with that share three GPUs are the
+    first that suffice, as with the datasheet's capacity and no share."""
+    from specmath import published
+
+    kv, kv_d = _caches()
+    P, P_d, b = DATA["target_params"], DATA["draft_params"], DATA["bf16"]
+    need = (P + P_d) * b + kv + kv_d
+    rep = published.load("gpus_memory", gpu="H100 SXM",
+                         quantity="memory_reported_mib")[0]["value"] * 2**20
+    share = published.load("gpus_memory", quantity="engine_memory_fraction")[0]["value"]
+    assert cm.H100_SXM.memory < rep < 80 * 2**30
+    assert abs(need / 1e9 - 169.0324) < 1e-3
+    assert 2 * rep >= need > share * 2 * rep
+    first_share = next(n for n in range(1, 9) if share * n * rep >= need)
+    first_sheet = next(n for n in range(1, 9)
+                       if cm.fits_in_memory(P + P_d, cm.tensor_parallel(cm.H100_SXM, n),
+                                            b, kv + kv_d))
+    assert first_share == first_sheet == 3
+
+
+def test_exercise_ch1_ex6d_only_if_bites_only_at_batches_that_do_not_fit():
+    """ch1-ex6(d) (review R10a finding 3): on ch1-ex5's 8-GPU server, m = 15 (the first
+    integer above m_max = 14.03) costs more than one step only for B > 189, while at
+    most 46 caches fit (32 with the draft); for B ≤ 32, one step holds up to m = 19.75."""
+    kv, _ = _caches()
+    P, b = DATA["target_params"], DATA["bf16"]
+    A = cm.attention_flops(DATA["context"], DATA["layers"], DATA["q_heads"],
+                           DATA["head_dim"])
+    srv = cm.tensor_parallel(cm.H100_SXM, DATA["n_gpus_server"])
+    F, W, c = srv.peak_flops, srv.bandwidth, 2 * P + A
+
+    def t(B, m):
+        return max((P * b + B * kv) / W, B * m * c / F)
+
+    m_max = F * kv / (W * c)
+    assert math.floor(m_max) + 1 == 15
+    over = [B for B in range(1, 400) if t(B, 15) > t(B, 1)]
+    assert over[0] == 190 and over == list(range(190, 400))
+    assert all(t(B, 19) == t(B, 1) for B in range(1, 33))
+    assert t(32, 20) > t(32, 1)
+    assert abs(F * (P * b + 32 * kv) / (W * 32 * c) - 19.75) < 0.01

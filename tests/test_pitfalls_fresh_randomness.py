@@ -1,7 +1,8 @@
 """Chapter 2, requirement (ii) of the proof of ch2-thm-sequence: the acceptance uniform
-of each slot and its residual sample must be independent of each other, of the draft's
-randomness and of the earlier slots' randomness. Exact laws of three ways to break it
-(review R9a findings 1 and 2), each checked against a simulation of its pipeline."""
+of each slot, its residual sample and the bonus token's sample must be independent of
+each other, of the draft's randomness and of the earlier slots' randomness. Exact laws of
+ways to break it (review R9a findings 1 and 2, R10a finding 1), each checked against a
+simulation of its pipeline."""
 
 from __future__ import annotations
 
@@ -65,6 +66,65 @@ def test_shared_gumbel_exact_law_matches_simulation_and_is_ordered_by_r_over_q()
         assert on.sum() == 1 or (tilt[0] < 1 < tilt[-1])
 
 
+def test_shared_gumbel_tilt_follows_r_over_q_not_the_drafts_ranking_either_way():
+    """Neither pull request's heuristic holds in general (review R10a finding 4): on the
+    animals the top-q recoverable token gains (against #54282); on p = (0.5, 0.3, 0.2),
+    q = (0.25, 0.05, 0.7) it loses, recovered with 5/12 < r = 1/2 (against #47386;
+    Φ(2) = ∫_0^2 dτ/(1 + 0.7τ)² = 5/6 by hand), and the output is off by TV 1/24. The
+    closed form is checked by simulation (G-test, level 0.01). No tilt where r/q is
+    constant on r's support (R10a finding 5): a one-token residual, or r ∝ q there."""
+    p, q = np.array([0.5, 0.3, 0.2]), np.array([0.25, 0.05, 0.7])
+    r = sm.residual_distribution(p, q)
+    rec = pf.shared_gumbel_recovery_distribution(p, q)
+    np.testing.assert_allclose(r, [0.5, 0.5, 0.0], atol=1e-15)
+    np.testing.assert_allclose(rec, [5 / 12, 7 / 12, 0.0], atol=1e-12)
+    law = pf.shared_gumbel_output_distribution(p, q)
+    assert abs(sm.tv_distance(law, p) - 1 / 24) < 1e-12
+    _, y = pf.gumbel_verifier_outputs(p, q, 200_000, np.random.default_rng(47386))
+    assert stats.g_test(_counts(y, 3), law).pvalue > LEVEL
+    assert stats.g_test(_counts(y, 3), p).pvalue < LEVEL
+    for p1, q1 in (([0.6, 0.3, 0.1], [0.2, 0.3, 0.5]), ([0.4, 0.4, 0.2], [0.2, 0.2, 0.6])):
+        np.testing.assert_allclose(pf.shared_gumbel_recovery_distribution(p1, q1),
+                                   sm.residual_distribution(p1, q1), atol=1e-12)
+
+
+def test_shared_gumbel_law_at_a_token_with_q_zero_is_phi_at_infinity_at_most_two():
+    """ch2-ex6(a) with q(y) = 0 < r(y) (review R10a finding 5): r(y)/q(y) = ∞, and scipy's
+    quad up to infinity gives Φ(∞) ≤ 2 (h(τ) ≥ max(1, τ)), equal to the exact sum; that
+    token has the largest r/q and gains. On 20 random pairs with a zero in q, the same."""
+    from scipy.integrate import quad
+
+    rng = np.random.default_rng(67)
+    cases = [(np.array([0.1, 0.4, 0.2, 0.3]), np.array([0.6, 0.2, 0.2, 0.0]))]
+    for _ in range(20):
+        p, q = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(5))
+        q[rng.integers(5)] = 0.0
+        cases.append((p, q / q.sum()))
+    for p, q in cases:
+        r = sm.residual_distribution(p, q)
+        on = np.flatnonzero(r > 0)
+        fin = on[q[on] > 0]
+        knots = sorted(r[fin] / q[fin])
+
+        def h(t: float, r=r, q=q) -> float:
+            return float(np.maximum(q * t, r).sum())
+
+        def phi(top: float, knots=knots, h=h) -> float:
+            cuts = [0.0] + [k for k in knots if k < top] + [top]
+            return sum(quad(lambda t: 1 / h(t) ** 2, a, b, epsabs=1e-13)[0]
+                       for a, b in zip(cuts[:-1], cuts[1:], strict=True))
+
+        rec = np.zeros_like(r)
+        for y in on:
+            rec[y] = r[y] * phi(np.inf if q[y] == 0 else r[y] / q[y])
+        np.testing.assert_allclose(rec, pf.shared_gumbel_recovery_distribution(p, q),
+                                   atol=1e-8)
+        assert phi(np.inf) <= 2
+        zero = [y for y in on if q[y] == 0]
+        if zero and on.size > 1:
+            assert rec[zero[0]] > r[zero[0]]
+
+
 def test_one_uniform_per_block_biases_the_second_token_though_independent_of_drafts():
     """Counterexample (c) to requirement (ii) worded as 'independent of the draft':
     one U decides both slots of a k = 2 block. Exact law checked by simulation
@@ -103,6 +163,43 @@ def test_residual_drawn_at_the_acceptance_uniform_biases_the_output():
     assert stats.g_test(_counts(y, v), law).pvalue > LEVEL
     assert stats.g_test(_counts(y, v), p).pvalue < LEVEL
     assert stats.g_test(_counts(yf, v), p).pvalue > LEVEL
+
+
+def test_bonus_drawn_at_the_acceptance_uniform_biases_the_bonus_and_second_token():
+    """Requirement (ii) must cover the bonus token too (review R10a finding 1): k = 1, the
+    draft X ~ q and U independent, but the bonus is F_p⁻¹(U) with the slot's U. Exact law
+    (TV 0.20597 given acceptance, 0.138 for the second emitted token; R10a's cex.py on a
+    2·10⁶-point U grid) checked by simulation of the pipeline (G-tests, level 0.01);
+    control: F_p⁻¹ at a fresh uniform gives p, both given acceptance and marginally."""
+    p, q, v = P_ANIMALS, Q_ANIMALS, 5
+    law = pf.bonus_at_acceptance_uniform_distribution(p, q)
+    alpha = float(np.minimum(p, q).sum())
+    second = (1 - alpha) * p + alpha * law
+    assert abs(sm.tv_distance(law, p) - 0.20597) < 1e-5
+    assert abs(sm.tv_distance(second, p) - 0.1380) < 1e-4
+    # given acceptance U is below a(X): the bonus's CDF lies above p's
+    assert np.all(np.cumsum(law)[:-1] > np.cumsum(p)[:-1])
+    rng = np.random.default_rng(684)
+    n = 400_000
+    a, r, cp = np.minimum(1, p / q), sm.residual_distribution(p, q), np.cumsum(p)
+    x, u, u_fresh = rng.choice(v, n, p=q), rng.random(n), rng.random(n)
+    ok = u < a[x]
+    bonus = np.minimum(np.searchsorted(cp, u, side="right"), v - 1)
+    bonus_fresh = np.minimum(np.searchsorted(cp, u_fresh, side="right"), v - 1)
+    assert stats.g_test(_counts(bonus[ok], v), law).pvalue > LEVEL
+    assert stats.g_test(_counts(bonus[ok], v), p).pvalue < LEVEL          # caught
+    assert stats.g_test(_counts(bonus_fresh[ok], v), p).pvalue > LEVEL    # control
+    # the second emitted token: the bonus after an acceptance, else the next
+    # iteration's first token (fresh draft and uniform, exact)
+    x2, u2 = rng.choice(v, n, p=q), rng.random(n)
+    nxt = np.where(u2 < a[x2], x2, rng.choice(v, n, p=r))
+    y2 = np.where(ok, bonus, nxt)
+    y2_fresh = np.where(ok, bonus_fresh, nxt)
+    assert stats.g_test(_counts(y2, v), second).pvalue > LEVEL
+    assert stats.g_test(_counts(y2, v), p).pvalue < LEVEL
+    assert stats.g_test(_counts(y2_fresh, v), p).pvalue > LEVEL
+    with pytest.raises(ValueError, match="overlap"):
+        pf.bonus_at_acceptance_uniform_distribution([1.0, 0.0], [0.0, 1.0])
 
 
 def test_exact_pitfall_laws_reject_bad_input_naming_the_argument():

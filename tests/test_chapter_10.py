@@ -288,3 +288,40 @@ def test_ch10_ex6_best_deterministic_tree_is_the_most_probable_paths_by_brute_fo
     brute = max(sum(prob(v) for v in t) for t in trees)
     assert best == pytest.approx(1 + brute, abs=1e-12)
     assert best > draft_tree
+
+
+def test_a_better_draft_first_raises_then_lowers_a2_and_the_tree_gain_on_the_explorer_pair():
+    """Review R11c finding 2: on the explorer's pair (closeness 0, 0.05, …, 1) a second
+    candidate's worth a₂ rises to a peak at 0.35 and the best 40-node tree's gain over the
+    chain at 0.55, then both fall to zero at q = p; the first branching size never falls."""
+    from specmath.widgets.trees import trees_pair
+
+    cs = np.round(np.arange(0, 1.0001, 0.05), 2)
+    a2, gain, first = [], [], []
+    for c in cs:
+        a = tr.rank_acceptance(*trees_pair(c), 60)
+        a2.append(a[1])
+        gain.append(tr.best_tree_values(a[:40], 40)[40]
+                    - tr.tree_expected_accepted(tr.chain_tree(40), a))
+        first.append(next((n for n in range(1, 61) if a[0] ** n < a[1]), 61))
+    for eff, peak in ((np.array(a2), 0.35), (np.array(gain), 0.55)):
+        i = int(np.argmax(eff))
+        assert cs[i] == peak and eff[i] > eff[0] + 0.01
+        assert (np.diff(eff[:i + 1]) > 0).all() and (np.diff(eff[i:]) < 1e-12).all()
+    assert (np.diff(first) >= 0).all()
+
+
+def test_cost_section_best_depth_two_has_depth_three_within_one_percent():
+    """Review R11c finding 3: with c = 10 and 16 nodes in the running example (uncapped
+    ranks) depth 2 gives speedup 1.9262 and depth 3 gives 1.9157: close behind, not far."""
+    p, q = np.array([0.5, 0.25, 0.15, 0.1]), np.array([0.1, 0.2, 0.3, 0.4])
+    a = tr.rank_acceptance(p, q, 16)
+    s = {}
+    for D in range(1, 7):
+        v, par = tr.best_tree(a, 16, max_depth=D)
+        d = int(tr.tree_depths(par).max())
+        s[d] = max(s.get(d, 0.0), (v + 1) / (1 + d / 10))
+    ranked = sorted(s, key=lambda d: -s[d])
+    assert ranked[:2] == [2, 3]
+    assert s[2] == pytest.approx(1.92617, abs=1e-5) and s[3] == pytest.approx(1.91573, abs=1e-5)
+    assert s[2] - s[3] < 0.01 * s[2]

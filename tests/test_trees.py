@@ -291,7 +291,7 @@ def test_best_tree_is_a_chain_exactly_while_alpha_to_the_n_is_at_least_a2_on_the
 
     first = {}
     for c in np.round(np.arange(0, 1.0001, 0.05), 2):
-        a = tr.rank_acceptance(*trees_pair(c), 6)
+        a = tr.rank_acceptance(*trees_pair(c), 60)
         best = tr.best_tree_values(a, 60)
         for n in range(1, 61):
             chain = tr.tree_expected_accepted(tr.chain_tree(n), a)
@@ -300,3 +300,46 @@ def test_best_tree_is_a_chain_exactly_while_alpha_to_the_n_is_at_least_a2_on_the
                 first.setdefault(float(c), n)
     assert first[0.9] == 47 and 0.95 not in first and 1.0 not in first
     assert first[0.0] == 3
+
+
+def _greedy_slot_values(a, n):
+    """Best values by filling the most valuable free slot n times (ch. 10, ex. 4): optimal
+    for non-increasing rank acceptances; an independent check of the programme."""
+    out, reach, kids, total = [0.0], [1.0], [0], 0.0    # node 0: the root (not counted)
+    for _ in range(n):
+        vals = [reach[v] * (a[kids[v]] if kids[v] < a.size else 0.0)
+                for v in range(len(reach))]
+        v = int(np.argmax(vals))
+        total += vals[v]
+        kids[v] += 1
+        reach.append(vals[v])
+        kids.append(0)
+        out.append(total)
+    return np.array(out)
+
+
+def test_programme_with_as_many_ranks_as_nodes_equals_greedy_slot_filling():
+    """Review R11c finding 1: with n rank acceptances the (pruned, vectorised) programme gives
+    the optimum of ex. 4's greedy on random pairs, n ≤ 30, so no cap on children binds."""
+    rng = np.random.default_rng(14)
+    for _ in range(20):
+        p, q = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(5))
+        a = tr.rank_acceptance(p, q, 30)
+        np.testing.assert_allclose(tr.best_tree_values(a, 30), _greedy_slot_values(a, 30),
+                                   atol=1e-12)
+
+
+def test_six_children_cap_binds_from_17_nodes_in_the_running_example():
+    """Review R11c finding 1: the running example's best tree of 40 nodes has E[N] 2.979
+    (13 root children), of 30 nodes 2.845; six ranks (at most six children per node) give
+    2.914 and 2.820 and agree with the uncapped optimum below 17 nodes only."""
+    p, q = np.array([0.5, 0.25, 0.15, 0.1]), np.array([0.1, 0.2, 0.3, 0.4])
+    a = tr.rank_acceptance(p, q, 40)
+    best, capped = tr.best_tree_values(a, 40), tr.best_tree_values(a[:6], 40)
+    assert best[40] + 1 == pytest.approx(2.97912, abs=1e-5)
+    assert best[30] + 1 == pytest.approx(2.84533, abs=1e-5)
+    assert capped[40] + 1 == pytest.approx(2.91395, abs=1e-5)
+    assert capped[30] + 1 == pytest.approx(2.81967, abs=1e-5)
+    gap = best - capped
+    assert np.all(np.abs(gap[:17]) < 1e-12) and np.all(gap[17:] > 1e-4)
+    assert (tr.best_tree(a, 40)[1] == -1).sum() == 13

@@ -30,7 +30,8 @@ def trees_figure(closeness: float = 0.3, m_max: int = 3, n_max: int = 30):
     for ax in (ax1, ax2):
         style_axes(ax)
     plot_multidraft(p, q, ms=tuple(range(1, int(m_max) + 1)), ax=ax1, ceiling_max_m=3)
-    plot_tree_budget(rank_acceptance(p, q, 6), int(n_max), ax=ax2)
+    # as many ranks as nodes: no cap on the children per node (ch. 10, eq. dp)
+    plot_tree_budget(rank_acceptance(p, q, max(int(n_max), 1)), int(n_max), ax=ax2)
     ax1.set_title(f"closeness = {closeness:.2f}")
     return fig
 
@@ -68,7 +69,7 @@ def trees_frames(closeness: float, m_hi: int = 6, n_hi: int = 60) -> list[dict]:
                 multidraft_acceptance(p, q, m, replacement=False))
         if m <= 3:
             add("optimal-transport ceiling, i.i.d. candidates", m, multidraft_ot_ceiling(p, q, m))
-    acc = rank_acceptance(p, q, 6)
+    acc = rank_acceptance(p, q, n_hi)      # as many ranks as nodes: no cap on children
     for n, v in enumerate(best_tree_values(acc, n_hi)):
         add("best tree (dynamic programme)", n, v + 1)
     for n in range(n_hi + 1):

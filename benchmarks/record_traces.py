@@ -201,14 +201,18 @@ def record(target, draft, prompts: list[dict], n: int, *, seed: int = 0,
     return out
 
 
-def provenance(args, models: dict, note: str) -> dict:
+def dt_now() -> str:
     import datetime as dt
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def provenance(args, models: dict, note: str) -> dict:
     import platform
     return {"hardware": "cpu", "cpu": device_name("cpu"), "cpu_count": os.cpu_count(),
             "threads": torch.get_num_threads(), "torch": torch.__version__,
             "transformers": transformers.__version__, "python": platform.python_version(),
             "dtype": "float32 forward, float64 softmax",
-            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "date": dt_now(),
             "models": models, "n_new_tokens": args.new_tokens, "seeds": {
                 "base": args.seed, "text_T1": ("torch.manual_seed(seed + 1000) before one "
                                                 "batched generate" if not args.no_batch else
@@ -265,13 +269,18 @@ def main(argv=None, models=None) -> dict:
     log(f"loaded; {len(prompts)} prompts, {args.new_tokens} tokens each, EOS banned: {eos}")
     pad = (tok.pad_token_id if tok is not None and tok.pad_token_id is not None
            else 0)
+    # date and load average at the START, read before the recording runs (until
+    # 2026-12-01 they were read after it: traces_cpu.json's are end-of-run values)
+    prov = provenance(args, names, NOTE)
+    prov["read_at"] = "date and loadavg_start before the recording, loadavg_end after"
     traces = record(target, draft, prompts, args.new_tokens, seed=args.seed, eos_ids=eos,
                     log=log, batch=not args.no_batch, pad_id=pad,
                     text_temps=tuple(int(x) for x in args.text_temps.split(",")))
-    R = {"provenance": provenance(args, names, NOTE),
+    R = {"provenance": prov,
          "temperatures": [float(T) for T in TEMPERATURES], "m_draws": M_DRAWS,
          "prompts": traces}
     R["provenance"]["loadavg_end"] = list(os.getloadavg())
+    R["provenance"]["date_end"] = dt_now()
     R["provenance"]["eos_banned"] = eos
     R["provenance"]["total_s"] = round(time.perf_counter() - t0, 1)
     R["provenance"]["quick"] = bool(args.quick)

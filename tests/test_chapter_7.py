@@ -233,6 +233,67 @@ def test_transformers_assisted_generation_reads_draft_length_from_the_drafts_con
         assert f"self.{key} = self.assistant_generation_config.{key}" in src
 
 
+def test_prompt_lookup_copies_after_the_first_match_in_the_whole_sequence_so_far():
+    # chapter 7's description of transformers' prompt lookup (review R11b item 2)
+    import inspect
+    torch = pytest.importorskip("torch")
+    cg = pytest.importorskip("transformers.generation.candidate_generator")
+    from transformers.generation import utils as tf_utils
+    PLG = cg.PromptLookupCandidateGenerator
+    n_max = inspect.signature(PLG).parameters["max_matching_ngram_size"].default
+    assert n_max == 2
+    src = inspect.getsource(tf_utils)
+    # generate() keeps that default and hands over the prompt plus the generated tokens
+    assert "max_matching_ngram_size or 2" in src
+    assert "candidate_generator.get_candidates(input_ids)" in src
+    # the benchmark leaves the n-gram size at its default
+    assert "max_matching_ngram_size" not in (ROOT / "benchmarks/realmodel.py").read_text()
+
+    def lookup(ids, k=3):
+        gen = PLG(num_output_tokens=k, max_matching_ngram_size=n_max, max_length=100)
+        out, _ = gen.get_candidates(torch.tensor([ids]))
+        return out[0, len(ids):].tolist()
+
+    assert lookup([1, 2, 7, 9, 9, 1, 2, 8, 1, 2]) == [7, 9, 9]  # first, not latest
+    assert lookup([1, 7, 1, 8, 2, 1]) == [7, 1, 8]  # falls back to n = 1
+    assert lookup([1, 2, 7]) == []  # no earlier match: nothing drafted
+    assert lookup([1, 2, 7, 1, 2], k=10) == [7, 1, 2]  # cut at the sequence's end
+
+
+def test_record_traces_reads_date_and_start_load_before_recording(tiny_pair, tmp_path,
+                                                                   monkeypatch):
+    # review R11b item 6: the start values were read after record() had finished
+    from tinymodels import load_benchmark
+    rt = load_benchmark("record_traces")
+    events = []
+
+    def load():
+        events.append("load")
+        return (float(len(events)),) * 3
+
+    def now():
+        events.append("date")
+        return f"t{len(events)}"
+
+    real_record = rt.record
+
+    def record(*a, **kw):
+        events.append("record")
+        return real_record(*a, **kw)
+
+    monkeypatch.setattr(rt.os, "getloadavg", load)
+    monkeypatch.setattr(rt, "dt_now", now)
+    monkeypatch.setattr(rt, "record", record)
+    prompts = [{"id": "toy-0", "task": "toy", "split": "train", "ids": [1, 2, 3]}]
+    R = rt.main(["--quick", "--text-temps", "0", "--out", str(tmp_path / "t.json")],
+                models=(*tiny_pair, None, prompts))
+    P = R["provenance"]
+    i_rec = events.index("record")
+    assert P["date"] == f"t{events.index('date') + 1}" and events.index("date") < i_rec
+    assert P["loadavg_start"][0] - 1 < i_rec < P["loadavg_end"][0] - 1
+    assert int(P["date_end"][1:]) - 1 > i_rec
+
+
 # ---- benchmarks/realmodel.py --quick on tiny in-process models -------------------------------
 
 def test_realmodel_quick_on_tiny_models_records_every_section(tmp_path):

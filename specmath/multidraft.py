@@ -38,7 +38,8 @@ __all__ = [
 
 #: ``"recursive"``: exact recursive rejection. ``"fixed-target"``: the tempting mistake of
 #: testing every candidate against the original p (min(1, p/q)) and, if all fail,
-#: drawing from norm(max(0, p − q)); biased for m ≥ 2 (it over-emits min(p, q)).
+#: drawing from norm(max(0, p − q)); biased for m ≥ 2 unless q = αp on the target's
+#: support (then exact for every m; ch. 10, the tempting mistake).
 MULTIDRAFT_RULES = ("recursive", "fixed-target")
 
 #: Largest V**m the exact without-replacement enumeration and the linear program accept.

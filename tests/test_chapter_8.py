@@ -276,3 +276,27 @@ def test_float32_alone_and_batched_stay_within_sqrt_n_roundoff_but_a_tf32_produc
         assert (np.abs(v.astype(float) - exact) <= scale).all()
     t = (tf32(x) @ tf32(W))[0].astype(float)
     assert (np.abs(t - exact) > scale).any()
+
+
+def test_medusa_entropy_with_1e5_in_the_log_is_below_the_exact_and_moves_theta_little():
+    """Review R11c finding 9: Medusa computes H as −Σ p log(p + 1e-5); on ch. 8's kind of
+    random pairs (12 tokens) that is below the exact entropy and raises δe^{−H} by under 1 %,
+    while a 100 000-token target with a 1 % tail of tiny tokens moves it by more."""
+    rng = np.random.default_rng(8)
+    P = rng.dirichlet(np.ones(12) * 0.6, size=300)
+    h = -(P * np.log(np.where(P > 0, P, 1))).sum(axis=1)
+    h_medusa = -(P * np.log(P + 1e-5)).sum(axis=1)
+    assert (h_medusa < h).all() and np.max(np.exp(h - h_medusa) - 1) < 1e-2
+    flat = np.full(100_000, 1e-7)
+    flat[0] = 1 - flat[1:].sum()
+    shift = np.exp(-(flat * np.log(flat)).sum() + (flat * np.log(flat + 1e-5)).sum()) - 1
+    assert shift > 1e-2
+
+
+def test_three_decomposition_pairs_at_z_four_have_family_false_alarm_below_2e4():
+    """Review R11c finding 8: the per-pair rate 2Φ(−4) ≈ 6.3e-5; three pairs together, by
+    the union bound, at most 1.9e-4 (the chapter states both)."""
+    from scipy import stats as sps
+
+    per = 2 * sps.norm.sf(4.0)
+    assert per == pytest.approx(6.334e-5, rel=1e-3) and 3 * per < 2e-4

@@ -203,7 +203,10 @@ def _dp(acc: np.ndarray, n: int, max_depth: int | None):
 
 
 def best_tree_values(acceptance, n, *, max_depth=None) -> np.ndarray:
-    """Best expected accepted nodes of a tree with at most s nodes, s = 0 … n (DP)."""
+    """Best expected accepted nodes of a tree with at most s nodes, s = 0 … n (DP).
+
+    Ranks beyond the R given have acceptance 0, so a node gets at most R children; pass
+    n ranks (e.g. ``rank_acceptance(p, q, n)``) for the best tree without that cap."""
     acc = _check_acceptance(acceptance)
     n = as_int(n, "n")
     md = None if max_depth is None else as_int(max_depth, "max_depth", minimum=1)

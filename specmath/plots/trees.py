@@ -43,7 +43,10 @@ def plot_multidraft(p, q, ms=(1, 2, 3, 4), ax=None, *, ceiling_max_m: int = 4):
 
 
 def plot_tree_budget(acceptance, n_max: int = 40, ax=None, *, karies=(2, 3, 4)):
-    """Best tree of n nodes (DP) against the chain and full k-ary trees: E[N] against n."""
+    """Best tree of n nodes (DP) against the chain and full k-ary trees: E[N] against n.
+
+    ``acceptance`` with R ranks allows at most R children per node; pass ``n_max`` ranks
+    for the best tree without that cap (ch. 10, fig. budget)."""
     fig, ax = axes_or_new(ax)
     ns = np.arange(0, n_max + 1)
     best = best_tree_values(acceptance, n_max)

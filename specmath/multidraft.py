@@ -129,7 +129,7 @@ def broken_multidraft_step(p, q, candidates, rng) -> int:
 
 
 def _betas(p: np.ndarray, q: np.ndarray, m: int):
-    """λ_j = Σ min(r_j, q), j = 1 … m (ch. 10, eq. ch10-lambda), and the residuals
+    """ζ_j = Σ min(r_j, q), j = 1 … m (ch. 10, eq. ch10-lambda), and the residuals
     r_1 … r_{m+1} (vectorised)."""
     betas, rs = [], [p]
     r = p
@@ -157,7 +157,7 @@ def _acceptance_without(p: np.ndarray, q: np.ndarray, m: int) -> float:
 def multidraft_acceptance(p, q, m, *, replacement: bool = True):
     """Exact P(some candidate is kept) under recursive rejection (ch. 10, eq. multi-accept).
 
-    With replacement: 1 − Π_{j=1}^{m} (1 − λ_j), λ_j = Σₓ min(r_j(x), q(x)); equals
+    With replacement: 1 − Π_{j=1}^{m} (1 − ζ_j), ζ_j = Σₓ min(r_j(x), q(x)); equals
     Σ min(p, q) at m = 1 and is non-decreasing in m. Broadcasts over leading axes of p and q
     (with replacement). Without replacement (one pair of vectors only) the law of later
     candidates depends on the earlier ones; the sum runs over the V!/(V−m)! ordered draws.

@@ -127,7 +127,7 @@ def tree_attention_mask(parents) -> np.ndarray:
 def rank_acceptance(p, q, m) -> np.ndarray:
     """a_r = P(the kept child is the r-th), r = 1 … m, for i.i.d. candidates (ch. 10).
 
-    a_r = Π_{j<r} (1 − λ_j) · λ_r with λ_j = Σ min(r_j, q) (recursive rejection). Their
+    a_r = Π_{j<r} (1 − ζ_j) · ζ_r with ζ_j = Σ min(r_j, q) (recursive rejection). Their
     sum is :func:`specmath.multidraft.multidraft_acceptance`. Broadcasts over leading axes.
     """
     p = as_distribution(p, "p")

@@ -289,6 +289,30 @@ def test_best_k_of_the_sweep_moves_with_v_at_the_ends_of_its_intervals():
     assert {best(V_ci[:, 0]), best(V_ci[:, 1])} == {4, 3}
 
 
+@pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded CPU benchmark")
+def test_trend_test_simulated_power_against_survivorships_slope_is_near_its_level():
+    # review R11b item 7: the asymptotic power (0.07) is not the simulated one; on the
+    # recorded design the test rejects survivorship's slope about as often as no trend
+    R = json.loads(RESULTS.read_text())
+    k = R["alpha"]["k"]
+    runs = list(R["alpha"]["runs"].values())
+    n_it = [r["positions"]["iterations"] for r in runs]
+    a_run = np.array([r["alpha_sum_min_reached"] for r in runs])
+    logit = np.log(a_run / (1 - a_run))
+    rng, n_sim, pos = np.random.default_rng(3), 2000, np.arange(k) - (k - 1) / 2
+    rej = []
+    for b in (0.0, 0.0797):
+        A, N = np.zeros((n_sim, len(runs), k)), np.zeros((n_sim, len(runs), k))
+        for j, n in enumerate(n_it):
+            p_i = 1 / (1 + np.exp(-(logit[j] + b * pos)))
+            n_acc = np.cumprod(rng.random((n_sim, n, k)) < p_i, axis=2).sum(2)
+            N[:, j] = (n_acc[..., None] >= np.arange(k)).sum(1)
+            A[:, j] = (n_acc[..., None] > np.arange(k)).sum(1)
+        rej.append(np.mean([stats.stratified_trend_test(A[t], N[t]).pvalue < 0.05
+                            for t in range(n_sim)]))
+    assert abs(rej[0] - 0.05) < 0.02 and rej[1] < 0.1
+
+
 def test_transformers_assisted_generation_reads_draft_length_from_the_drafts_config():
     # chapter 7's trap: num_assistant_tokens and the confidence threshold come from the
     # assistant's generation_config, not from the arguments of generate()

@@ -73,6 +73,15 @@ def _third_party_imports(source: str) -> set[str]:
     return {m for m in mods if m not in sys.stdlib_module_names and m != "specmath"}
 
 
+
+_MAGIC = re.compile(r"\s*(%{1,2}[A-Za-z]|![^=])")
+
+
+def _is_magic(line: str) -> bool:
+    """An IPython magic (%cd, %%time) or shell line (!pip), not an operator such as
+    ``!= x`` or ``% n`` that starts a continuation line."""
+    return bool(_MAGIC.match(line))
+
 def _sources() -> list[tuple[str, str]]:
     """(relative path, python source) of every specmath module and chapter code cell."""
     out = [(p.relative_to(ROOT).as_posix(), p.read_text(encoding="utf-8"))
@@ -82,8 +91,8 @@ def _sources() -> list[tuple[str, str]]:
                  for c in json.loads(nb.read_text(encoding="utf-8"))["cells"]
                  if c["cell_type"] == "code"]
         # IPython magics / shell lines are not Python; chapters use none, but be safe
-        code = "\n".join("\n".join(ln for ln in c.splitlines()
-                                   if not ln.lstrip().startswith(("%", "!")))
+        # (a continuation line may start with "!=" or "%" as an operator: keep those)
+        code = "\n".join("\n".join(ln for ln in c.splitlines() if not _is_magic(ln))
                          for c in cells)
         out.append((nb.relative_to(ROOT).as_posix(), code))
     return out
@@ -146,3 +155,9 @@ def test_dev_requirements_do_not_contradict_the_declared_floors(path):
         for spec in r.specifier:
             if spec.operator == "==" and _norm(r.name) in floors:
                 assert Version(spec.version) >= floors[_norm(r.name)], line
+
+
+def test_magic_filter_drops_shell_and_magic_lines_but_keeps_operator_continuations():
+    assert _is_magic("!pip install x") and _is_magic("%matplotlib inline")
+    assert _is_magic("  %%time") and not _is_magic("        != np.searchsorted(a, u)")
+    assert not _is_magic("    % n") and not _is_magic("x = 1")

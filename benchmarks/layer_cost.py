@@ -52,7 +52,7 @@ from specmath import llm, stats
 
 PARTS = ("pass", "layer", "linears", "head", "hooked_pass")
 NOTE = ("CPU, one torch thread, on a 2-core machine shared with other jobs; CPU time "
-        "(process_time) counts the work, not the waiting; the two models and four parts "
+        "(process_time) counts the work, not the waiting; the two models and five parts "
         "are interleaved in a shuffled order in every block.")
 
 

@@ -367,10 +367,12 @@ def test_verifiers_emitting_several_own_tokens_reach_the_ceiling_and_beat_block(
             sm.expected_accepted(target, onehot, k, rule="tokenwise"), abs=1e-7)
 
 
-@pytest.mark.parametrize(("pair", "k"), [((iid(P_EX), iid(Q_EX)), 2),
-                                         ((iid(P_EX), iid(Q_EX)), 3),
-                                         (toy.toy_pair(3, 0.3, seed=5), 2),
-                                         (toy.toy_pair(2, 0.2, seed=1), 3)])
+# the pairs and draft lengths of ch9's "Outside the class" linear programs
+WIDE_CASES = [((iid(P_EX), iid(Q_EX)), 2), ((iid(P_EX), iid(Q_EX)), 3),
+              (toy.toy_pair(3, 0.3, seed=5), 2), (toy.toy_pair(2, 0.2, seed=1), 3)]
+
+
+@pytest.mark.parametrize(("pair", "k"), WIDE_CASES)
 def test_several_own_tokens_class_emits_k_plus_1_tokens_and_holds_the_draft_ignoring_rule(
         pair, k):
     # R8c finding 1: in the wider class every iteration emits ℓ' drafts and k + 1 − ℓ'
@@ -386,10 +388,7 @@ def test_several_own_tokens_class_emits_k_plus_1_tokens_and_holds_the_draft_igno
     assert sum(Q[x] * i * t for (x, i, _), t in zip(var, trivial, strict=True)) == 0
 
 
-@pytest.mark.parametrize(("pair", "k"), [((iid(P_EX), iid(Q_EX)), 2),
-                                         ((iid(P_EX), iid(Q_EX)), 3),
-                                         (toy.toy_pair(3, 0.3, seed=5), 2),
-                                         (toy.toy_pair(2, 0.2, seed=1), 3)])
+@pytest.mark.parametrize(("pair", "k"), WIDE_CASES)
 def test_own_tokens_only_after_scored_contexts_never_beat_block_but_off_path_ones_do(
         pair, k):
     # R8c finding 2, the proved half: a verifier whose own tokens all follow contexts the
@@ -603,18 +602,9 @@ def test_torch_block_verifier_reads_nothing_back_to_the_host():
     # verifies random drafts, including a forbidden token and a p = q row. The control
     # (an explicit .item()) shows the counter sees such reads.
     torch = pytest.importorskip("torch")
+    from tinymodels import host_reads_counter
+
     from specmath import llm
-
-    class HostReads(torch.overrides.TorchFunctionMode):
-        NAMES = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy"}
-
-        def __init__(self):
-            super().__init__()
-            self.n = 0
-
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            self.n += getattr(func, "__name__", "") in self.NAMES
-            return func(*args, **(kwargs or {}))
 
     g = torch.Generator().manual_seed(0)
     cases = []
@@ -630,12 +620,12 @@ def test_torch_block_verifier_reads_nothing_back_to_the_host():
     p[1] /= p[1].sum()
     cases.append((p, q, torch.tensor([0, 2, 1])))          # the target forbids x₂
     cases.append((q[:1].repeat(3, 1), q[:1].repeat(2, 1), torch.tensor([4, 4])))  # p = q
-    with HostReads() as reads:
+    with host_reads_counter() as reads:
         for p, q, draft in cases:
             u = torch.rand(draft.shape[0] + 1, generator=g, dtype=torch.float64)
             llm._verify_block(p, q, draft, u)
     assert reads.n == 0
-    with HostReads() as control:
+    with host_reads_counter() as control:
         cases[0][0].sum().item()
     assert control.n == 1
 

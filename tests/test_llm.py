@@ -17,7 +17,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tinymodels import tiny_qwen  # noqa: E402
+from tinymodels import host_reads_counter, tiny_qwen  # noqa: E402
 
 import specmath as sm  # noqa: E402
 from specmath import llm  # noqa: E402
@@ -307,19 +307,6 @@ def test_compile_is_ignored_on_cpu(pair):
     assert r.path == "static" and len(r.tokens) == 5
 
 
-class _HostReads(torch.overrides.TorchFunctionMode):
-    """Counts tensor → host reads (.item(), .tolist(), bool(), int(), float()): each one is
-    a device synchronisation on a GPU."""
-
-    NAMES = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__", "numpy"}
-
-    def __init__(self):
-        super().__init__()
-        self.n = 0
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        self.n += getattr(func, "__name__", "") in self.NAMES
-        return func(*args, **(kwargs or {}))
 
 
 @pytest.mark.parametrize("path", FAST_PATHS)
@@ -331,11 +318,11 @@ def test_device_paths_read_the_device_once_per_iteration(pair, path, temperature
     target, draft = pair
     kw = dict(k=3, temperature=temperature, max_new_tokens=20,
               generator=torch.Generator().manual_seed(0))
-    with _HostReads() as fast:
+    with host_reads_counter() as fast:
         r = llm.speculative_generate(target, draft, _ids(PROMPTS[0]), path=path, **kw)
     iterations = len(r.accepted) + 1  # at most one last iteration drafts nothing
     assert fast.n <= iterations + 4
-    with _HostReads() as eager:
+    with host_reads_counter() as eager:
         llm.speculative_generate(target, draft, _ids(PROMPTS[0]), path="eager", **kw)
     assert eager.n > 3 * iterations  # the reference loop reads the device at every step
 
@@ -627,7 +614,7 @@ def test_vectorised_block_rule_edge_cases_give_no_nan():
 def test_device_paths_with_block_rule_read_the_device_once_per_iteration(pair, path):
     # Same count as for the token-wise rule: _verify_block makes no host reads either.
     target, draft = pair
-    with _HostReads() as fast:
+    with host_reads_counter() as fast:
         r = llm.speculative_generate(target, draft, _ids(PROMPTS[0]), path=path, k=3,
                                      temperature=1.0, max_new_tokens=20, verify="block",
                                      generator=torch.Generator().manual_seed(0))

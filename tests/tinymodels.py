@@ -71,3 +71,24 @@ def run_quick(name: str, out, prompts=TINY_PROMPTS):
     with torch_threads():
         return load_benchmark(name).main(["--quick", "--out", str(out)],
                                          models=(tiny_qwen(0), tiny_qwen(1), prompts))
+
+
+def host_reads_counter():
+    """A torch function mode that counts tensor → host reads (.item(), .tolist(), bool(),
+    int(), float(), .numpy()): each one is a device synchronisation on a GPU. Used as
+    ``with host_reads_counter() as reads: ...; reads.n``."""
+    import torch
+
+    class HostReads(torch.overrides.TorchFunctionMode):
+        NAMES = {"item", "tolist", "__bool__", "__int__", "__float__", "__index__",
+                 "numpy"}
+
+        def __init__(self):
+            super().__init__()
+            self.n = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.n += getattr(func, "__name__", "") in self.NAMES
+            return func(*args, **(kwargs or {}))
+
+    return HostReads()

@@ -67,7 +67,10 @@ def _draw_ch5(rng: np.random.Generator) -> dict:
     # inputs with these fields drawn. Every list keeps the exercise well posed -- ex1 has
     # c > 1, ex2 an interior optimum (alpha >= 0.6 > 1/c), ex4 a crossing in (0, 1)
     # (c > 1), ex3 a draft length k >= 1 (so c_{k-1} exists), ex5 a target below the
-    # best speedup reachable with k <= 64 at alpha -> 1
+    # best speedup reachable with k <= 64 at alpha -> 1, ex6 any alpha < 1 and increasing
+    # c values (its answer is a vector of draft lengths), ex7 a noise sigma large enough
+    # against Var(N) that the interval without the noise term fails the solution's
+    # coverage check (every combination below passes the solution's checks at its seed)
     # (tested over many IDs in tests/test_classroom.py).
     from .exercises import ch5
 
@@ -87,6 +90,14 @@ def _draw_ch5(rng: np.random.Generator) -> dict:
             value = _pick(rng, values)            # drawn even if unused: stable streams
             if name in params.get(key, {}):
                 params[key][name] = value
+    # drawn after ex1-ex5, so their numbers are the ones drawn before ex6/ex7 existed
+    base = params["ch5-ex6"]["cs"]
+    params["ch5-ex6"]["alpha"] = _pick(rng, alphas)
+    scale = _pick(rng, [0.75, 1.0, 1.5, 2.0, 2.5, 3.0])
+    params["ch5-ex6"]["cs"] = [float(c * scale) for c in base]
+    for name, values in {"alpha": alphas[:-1], "k": [3, 4, 5, 6],
+                         "c": [6.0, 8.0, 10.0, 12.0, 16.0], "sigma": [0.75, 1.0]}.items():
+        params["ch5-ex7"][name] = _pick(rng, values)
     return {"PARAMS": params}
 
 

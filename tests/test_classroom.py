@@ -14,6 +14,7 @@ import csv
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,13 +62,15 @@ def test_missing_student_id_is_a_clear_error_naming_it(bad):
 
 def test_personal_inputs_keep_every_chapter5_exercise_well_posed():
     # 200 IDs: every expected answer is finite, ex2's optimum is interior, ex4's and
-    # ex5's acceptance probabilities lie strictly inside (0, 1)
+    # ex5's acceptance probabilities lie strictly inside (0, 1), ex6's lengths are monotone
     for i in range(200):
         sid = f"student-{i}"
         got = {k: classroom.expected(CH5, k, sid) for k in KEYS5}
         assert all(np.isfinite(v).all() for v in got.values()), sid
         assert got["ch5-ex2"][0] > 0 and got["ch5-ex2"][2] >= 1
         assert 0 < float(got["ch5-ex4"]) < 1 and 0 < float(got["ch5-ex5"]) < 1
+        ks = got["ch5-ex6"]                   # ex6: never falls, never capped by k_max
+        assert np.all(np.diff(ks) >= 0) and ks.max() < 64, sid
 
 
 def test_every_personal_chapter_gives_finite_answers_for_every_student():
@@ -88,6 +91,34 @@ def test_two_students_rarely_share_an_answer():
         vals = [tuple(np.round(classroom.expected(CH5, key, s), 8).ravel()) for s in ids]
         same = sum(a == b for i, a in enumerate(vals) for b in vals[i + 1:])
         assert same / (len(ids) * (len(ids) - 1) / 2) < 0.10, key
+
+
+def _ch5_solution_cell(label: str) -> str:
+    """The code cell of the chapter's solution to exercise ``label``."""
+    text = (REPO / "book" / "md" / f"{CH5}.md").read_text()
+    body = text.split(f"```{{solution-start}} {label}", 1)[1].split("```{solution-end}")[0]
+    return re.search(r"```\{code-cell\}[^\n]*\n(.*?)\n```", body, re.S).group(1)
+
+
+@pytest.mark.slow
+def test_every_personal_ch5_ex7_passes_the_chapters_own_solution_checks():
+    # the chapter's solution cell (coverage within 4 binomial sd, the interval without the
+    # noise term failing, the plug-in interval covering) runs under every distinct
+    # personal input in 400 IDs; a draw whose sigma is too small for the no-noise
+    # interval to fail would stop the instructor's solution notebook
+    import specmath as sm
+
+    cell = _ch5_solution_cell("ch5-ex7")
+    seen = set()
+    for i in range(400):
+        params = classroom.personal_overrides(CH5, f"student-{i}")["PARAMS"]
+        combo = tuple(sorted(params["ch5-ex7"].items()))
+        if combo in seen:
+            continue
+        seen.add(combo)
+        exec(cell, {"P": params, "np": np, "sm": sm, "check": lambda *a: None,
+                    "glue": lambda *a, **k: None})
+    assert len(seen) > 100             # the draw really varies the inputs
 
 
 def test_shared_numbers_are_the_chapters_own():

@@ -267,7 +267,8 @@ def test_typical_threshold_known_values():
 
 
 @pytest.mark.parametrize(("step", "kw", "exact"), [
-    (sm.lenient_step, {"l": 0.5}, lambda: sm.lenient_output_distribution(P0, Q0, 0.5)),
+    # l = 0.9: β(l) < 1 on this pair, so rejections and the residual branch are exercised
+    (sm.lenient_step, {"l": 0.9}, lambda: sm.lenient_output_distribution(P0, Q0, 0.9)),
     (sm.typical_step, {"eps": 0.2, "delta": 0.3},
      lambda: sm.typical_output_distribution(P0, Q0, 0.2, 0.3)),
 ])
@@ -284,6 +285,79 @@ def test_lossy_steps_emit_their_computed_output_law_and_not_the_target(step, kw,
         counts[step(P, Q0[None], [min(x, 4)], rng, **kw)[0]] += 1
     assert g_test(counts, want).pvalue > LEVEL
     assert g_test(counts, P0).pvalue < LEVEL
+
+
+def _lenient_resample_from_p(p, q, draft_tokens, rng, l):
+    """Biased variant: the lenient test, but a rejection resamples from p itself."""
+    x = int(draft_tokens[0])
+    if rng.random() * l * q[0, x] < p[0, x]:
+        return np.array([x])
+    return np.array([_sample(p[0], rng)])
+
+
+def test_lenient_step_residual_branch_runs_and_resampling_from_p_is_rejected():
+    """At l = 0.9 the pair has β(l) < 1: a lenient step whose residual is p (not
+    norm(max(0, p − q))) has a different law, which the G-test must reject."""
+    n, l = 8_000, 0.9
+    beta = sm.lenient_acceptance(P0, Q0, l)
+    assert beta < 0.8                               # a quarter of the drafts is rejected
+    want = sm.lenient_output_distribution(P0, Q0, l)
+    mutant = np.minimum(Q0, P0 / l) + (1 - beta) * P0
+    assert _power(want, mutant, n) >= MIN_POWER
+    counts = {}
+    for name, step in (("ok", sm.lenient_step), ("bad", _lenient_resample_from_p)):
+        rng = np.random.default_rng(13)
+        c = np.zeros(5)
+        for _ in range(n):
+            x = min(int(np.searchsorted(np.cumsum(Q0), rng.random(), side="right")), 4)
+            c[step(np.stack([P0, P0]), Q0[None], [x], rng, l=l)[0]] += 1
+        counts[name] = c
+    assert g_test(counts["ok"], want).pvalue > LEVEL
+    assert g_test(counts["bad"], want).pvalue < LEVEL
+
+
+def test_mismatched_residual_has_mass_whenever_acceptance_below_one():
+    """Chapter 8, proof of the processed-target theorem: if q_r > 0 wherever q_s > 0 and
+    β < 1 then max(0, p' − q_r) has positive mass; if p' = q_r then β = 1."""
+    rng = np.random.default_rng(81)
+    n_lt1 = 0
+    for i in range(2_000):
+        p, qr = rng.dirichlet(np.ones(5) * 0.3, size=2)
+        qs = sm.top_k_filter(qr, int(rng.integers(1, 6))) if i % 2 else qr
+        beta_same = float((qs * np.minimum(1, qr / qr)).sum())
+        assert beta_same == pytest.approx(1.0)
+        beta = float((qs * np.minimum(1, p / qr)).sum())
+        if beta < 1 - 1e-12:
+            n_lt1 += 1
+            assert np.maximum(0, p - qr).sum() > 0
+            law = sm.mismatched_output_distribution(p, qs, qr)
+            assert (law >= 0).all() and law.sum() == pytest.approx(1.0)
+    assert n_lt1 > 1_000
+
+
+def test_nearly_one_hot_draft_loses_at_most_one_minus_its_top_mass_when_made_greedy():
+    """Chapter 8: α − α_greedy ≤ Σ_{x≠x*} min(p, q) ≤ 1 − q(x*)."""
+    rng = np.random.default_rng(14)
+    P, Q = rng.dirichlet(np.ones(6) * 0.5, 500), rng.dirichlet(np.ones(6) * 0.5, 500)
+    for w in (0.0, 0.9, 0.99):
+        Qw = w * np.eye(6)[Q.argmax(axis=1)] + (1 - w) * Q
+        loss = sm.acceptance_probability(P, Qw) - sm.greedy_draft_acceptance(P, Qw)
+        assert (loss <= 1 - Qw.max(axis=1) + 1e-12).all()
+    assert loss.max() <= 0.01 + 1e-12 and loss.max() > 0
+
+
+def test_sum_pq_equals_alpha_exactly_where_each_token_has_a_zero_or_a_one():
+    """Chapter 8, ch8-ex2(b): Σ pq = Σ min(p, q) iff on every token p or q is 0 or 1
+    (every pair of laws on three tokens with masses in tenths)."""
+    grid = [np.array([a, b, 10 - a - b]) / 10 for a in range(11) for b in range(11 - a)]
+    n_eq = 0
+    for p in grid:
+        for q in grid:
+            equal = abs(p @ q - np.minimum(p, q).sum()) < 1e-12
+            edge = all(min(a, b) == 0 or max(a, b) == 1 for a, b in zip(p, q, strict=True))
+            assert equal == edge
+            n_eq += equal
+    assert 0 < n_eq < len(grid) ** 2
 
 
 # ---- metrics ----------------------------------------------------------------------------

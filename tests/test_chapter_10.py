@@ -325,3 +325,79 @@ def test_cost_section_best_depth_two_has_depth_three_within_one_percent():
     assert ranked[:2] == [2, 3]
     assert s[2] == pytest.approx(1.92617, abs=1e-5) and s[3] == pytest.approx(1.91573, abs=1e-5)
     assert s[2] - s[3] < 0.01 * s[2]
+
+
+def _best_paths(target, n):
+    """The n most probable target paths (best first; a path's prefix is more probable)."""
+    import heapq
+    heap, out = [(-1.0, ())], []
+    while len(out) <= n:
+        neg, v = heapq.heappop(heap)
+        out.append((-neg, v))
+        row = target.next_distribution(list(v))
+        for x in range(row.size):
+            heapq.heappush(heap, (neg * row[x], v + (x,)))
+    return out[1:]
+
+
+def _topk_expansion(target, k, n):
+    """SGLang-style drafting at q = p: top k children of the top k paths per level, then
+    the n best-scored candidates (select_top_k_tokens_tmp, organize_draft_results)."""
+    cands, beams = [], [(1.0, ())]
+    for _ in range(n):
+        level = []
+        for s, v in beams:
+            row = target.next_distribution(list(v))
+            for x in np.argsort(-row, kind="stable")[:k]:
+                level.append((s * float(row[x]), v + (int(x),)))
+        cands += level
+        beams = sorted(level, reverse=True)[:k]
+    return sorted(cands, reverse=True)[:n]
+
+
+def test_topk_expansion_at_q_equal_p_misses_the_best_tree_iff_a_node_needs_over_k_children():
+    """Review R14c finding 7: even at q = p the per-level top-k expansion loses to the
+    best deterministic tree exactly when that tree has more than k children at a node."""
+    from collections import Counter
+
+    from specmath import toy
+    seen = set()
+    for seed in range(3):
+        for conc in (0.5, 2.0, 5.0):
+            target, _ = toy.toy_pair(8, 0.4, seed=seed, concentration=conc)
+            for k, n in ((2, 6), (3, 10), (4, 10)):
+                best = _best_paths(target, n)
+                got = _topk_expansion(target, k, n)
+                assert all(v[:-1] in {u for _, u in got} | {()} for _, v in got)
+                wide = max(Counter(v[:-1] for _, v in best).values()) > k
+                v_best, v_got = sum(p for p, _ in best), sum(p for p, _ in got)
+                if wide:
+                    assert v_got < v_best - 1e-3
+                else:
+                    assert v_got == pytest.approx(v_best, abs=1e-12)
+                seen.add(wide)
+    assert seen == {True, False}
+    # the chapter's example: flat rows, k = 2, six nodes, six children at the root
+    target, _ = toy.toy_pair(8, 0.4, seed=0, concentration=2.0)
+    best = _best_paths(target, 6)
+    assert sum(1 for _, v in best if len(v) == 1) == 6
+
+
+def test_best_forty_node_iid_tree_of_the_running_example_has_thirteen_root_children():
+    """Review R14c finding 7 (the reviewer's own slot filling gives 13 as well)."""
+    p, q = np.array([0.5, 0.25, 0.15, 0.1]), np.array([0.1, 0.2, 0.3, 0.4])
+    _, par = tr.best_tree(tr.rank_acceptance(p, q, 40), 40)
+    assert int((par == -1).sum()) == 13
+
+
+def test_without_replacement_passes_the_iid_ceiling_at_three_by_under_a_thousandth():
+    """Review R14c finding 8: fig-ch10-multidraft's dashed curve meets the ceiling at
+    m = 3 (0.77190 against 0.77100, the reviewer's own LP and recursion) and passes it
+    clearly at m = 4."""
+    p, q = np.array([0.5, 0.25, 0.15, 0.1]), np.array([0.1, 0.2, 0.3, 0.4])
+    wo = [md.multidraft_acceptance(p, q, m, replacement=False) for m in (2, 3, 4)]
+    ot = [md.multidraft_ot_ceiling(p, q, m) for m in (2, 3, 4)]
+    assert wo[0] < ot[0]
+    assert 0 < wo[1] - ot[1] < 1e-3
+    assert wo[1] == pytest.approx(0.77190, abs=1e-5) and ot[1] == pytest.approx(0.771, abs=1e-5)
+    assert wo[2] > ot[2] + 0.1

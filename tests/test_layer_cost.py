@@ -363,13 +363,16 @@ def test_lag2_dependence_leaves_c_and_the_head_ratio_below_the_stated_coverage_o
 
 
 def test_only_the_shares_and_the_drafts_head_vs_layer_drift_among_within_model_series():
-    """R9b finding 4: of the within-model series (alone ÷ in-pass layer, hooked ÷ plain
-    pass, layer − products, the draft's excess alone, head ÷ layer GB/s, the layers' and
-    head's share of a hooked pass), only the two shares and the draft's head ÷ layer have
-    lag-1 autocorrelation > 0.2; the other eight stay within ±0.16."""
+    """R9b finding 4, R14b finding 1: of the 13 within-model series the chapter quotes
+    (alone ÷ in-pass layer, hooked ÷ plain pass, layer − products, the draft's excess
+    alone, head ÷ layer GB/s, products ÷ head GB/s, the layers' and head's share of a
+    hooked pass), only the two shares and the draft's head ÷ layer have lag-1
+    autocorrelation > 0.2; the other ten stay within ±0.16."""
     _, t, b, L, lay, head = _series()
     within = {f"share_{r}": (L[r] * lay[r] + head[r]) / t[r]["hooked_pass"] for r in TD}
     within |= {f"hl_{r}": (b[r]["head"] / head[r]) / (b[r]["layer"] / lay[r])
+               for r in TD}
+    within |= {f"lh_{r}": (b[r]["linears"] / t[r]["linears"]) / (b[r]["head"] / head[r])
                for r in TD}
     within |= {f"x_{r}": t[r]["layer"] / lay[r] for r in TD}
     within |= {f"hook_{r}": t[r]["hooked_pass"] / t[r]["pass"] for r in TD}
@@ -377,7 +380,7 @@ def test_only_the_shares_and_the_drafts_head_vs_layer_drift_among_within_model_s
     within["excess"] = t["draft"]["layer"] - lay["draft"]
     ac = {k: _lag1(x) for k, x in within.items()}
     drift = sorted(k for k, v in ac.items() if v > 0.2)
-    assert drift == ["hl_draft", "share_draft", "share_target"]
+    assert drift == ["hl_draft", "share_draft", "share_target"] and len(ac) == 13
     assert max(abs(v) for k, v in ac.items() if k not in drift) < 0.16
 
 
@@ -436,3 +439,76 @@ def test_linears_part_times_another_layer_on_random_inputs(monkeypatch):
     assert all(seen[2 * j] != seen[2 * j + 1][1] for j in range(parts.L))
     assert seen[::2] == [(j + parts.L // 2) % parts.L for j in range(parts.L)]
     assert all(x.std() > 0 for x in parts.lin_x)     # random inputs, not a real pass's
+
+
+def test_recorded_note_is_the_one_layer_cost_writes_and_names_its_five_parts():
+    """R14b finding 4: the file's provenance note said "four parts" (the script's NOTE was
+    wrong when it recorded); it now matches what layer_cost.py writes, names as many parts
+    as the file times, and says that it was corrected after recording."""
+    from tinymodels import load_benchmark
+    lc = load_benchmark("layer_cost")
+    prov = _load()["provenance"]
+    assert prov["note"] == lc.NOTE
+    assert "five parts" in prov["note"] and len(lc.PARTS) == 5
+    assert set(_load()["cpu_s"]["target"]) == set(lc.PARTS) == PARTS
+    assert "after recording" in prov["note_corrected"]
+    assert "32ed9f5" in prov["note_corrected"]
+
+
+def test_products_interval_contains_the_whole_pass_ratio_as_the_figure_caption_says():
+    """R14b finding 3: fig-ch7-parts' caption says the bare products' interval (draft ÷
+    target GB per CPU second) holds both the layers' ratio and the whole pass's."""
+    R, t, b, _, lay, _ = _series()
+
+    def ratio(part, x):
+        return _ci((b["draft"][part] / x["draft"]) / (b["target"][part] / x["target"]))
+
+    _, lo, hi = ratio("linears", {r: t[r]["linears"] for r in TD})
+    r_lay = ratio("layer", lay)
+    whole = (np.median(t["target"]["pass"] / t["draft"]["pass"])
+             / (b["target"]["pass"] / b["draft"]["pass"]))
+    assert lo <= whole <= hi and lo < r_lay[2] and r_lay[1] < hi
+
+
+def _when(prov, key):
+    from datetime import datetime
+    return datetime.fromisoformat(prov[key]).timestamp()
+
+
+def test_recorded_dates_put_two_trace_recordings_beside_the_earlier_costs_only():
+    """R14b finding 2: by the recorded dates (realmodel.py and layer_cost.py date a run
+    after loading, traces_cpu.json and lossy_cpu.json at its end; total_s and elapsed_s
+    count from before loading), both record_traces.py processes (two threads each) ran
+    through the whole earlier costs run, and chapter 8's lossy_realmodel.py (one thread)
+    overlapped the first half to four fifths of the layer session's run, not all of it."""
+    res = ROOT / "specmath" / "data" / "results"
+    rm = json.loads((res / "realmodel_cpu.json").read_text())
+    tr = json.loads((res / "traces_cpu.json").read_text())["provenance"]
+    ly = json.loads((res / "lossy_cpu.json").read_text())["provenance"]
+    lc = _load()
+    assert rm["provenance"]["settings"]["sections"] == "costs"   # total_s is the costs'
+    on = _when(rm["provenance"], "date_utc")
+    off = on + rm["total_s"] - rm["load_s"]
+    assert "read_at" not in tr and len(tr["parts"]) == 2   # end-of-run dates
+    for p in tr["parts"]:
+        end = _when(p, "date")
+        assert end - p["total_s"] < on and off < end and p["threads"] == 2
+    lc_on = _when(lc["provenance"], "date_utc")
+    lc_off = lc_on + lc["provenance"]["elapsed_s"] - lc["load_s"]
+    ly_off = _when(ly, "date")
+    assert ly_off - ly["total_s"] < lc_on < ly_off < lc_off and ly["threads"] == 1
+    assert 0.5 < (ly_off - lc_on) / (lc_off - lc_on) < 0.8
+
+
+def test_scripts_date_their_runs_where_the_chapter_reads_them():
+    """R14b finding 2: realmodel.py and layer_cost.py build their provenance (the date)
+    after loading the models and write total_s / elapsed_s from before loading;
+    lossy_realmodel.py dates its run when it writes it, after the prompts are scored."""
+    src = {n: (ROOT / "benchmarks" / f"{n}.py").read_text()
+           for n in ("realmodel", "layer_cost", "lossy_realmodel")}
+    for n in ("realmodel", "layer_cost"):
+        s = src[n]
+        assert s.index("t0 = log.t0") < s.index("load_pair(") < s.index("provenance(args")
+    s = src["lossy_realmodel"]
+    assert s.index("position_fields(p, q") < s.index('"date": time.strftime')
+    assert s.index('"date": time.strftime') < s.index('"total_s": round(')

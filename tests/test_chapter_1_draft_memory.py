@@ -84,7 +84,7 @@ def test_two_h100s_fail_for_speculation_only_through_the_engines_reserve():
     """ch1-ex5 (review R10a finding 2): fits_in_memory is a necessary condition with the
     datasheet's 80·10⁹ bytes per GPU. The device reports 81559 MiB (more), and two of
     those would hold weights and both caches (171.04 GB ≥ 169.03 GB); vLLM's default
-    share of 0.9 leaves 153.9 GB, short of it, and with that share three GPUs are the
+    share up to version 0.19.1, 0.9, leaves 153.9 GB, short of it, and with that share three GPUs are the
     first that suffice, as with the datasheet's capacity and no share."""
     from specmath import published
 
@@ -125,3 +125,39 @@ def test_exercise_ch1_ex6d_only_if_bites_only_at_batches_that_do_not_fit():
     assert all(t(B, 19) == t(B, 1) for B in range(1, 33))
     assert t(32, 20) > t(32, 1)
     assert abs(F * (P * b + 32 * kv) / (W * 32 * c) - 19.75) < 0.01
+
+
+def test_two_h100s_fall_short_under_either_vllm_default_share_of_any_total_up_to_80_gib():
+    """ch1-ex5 (review R14a finding 2, P6): vLLM's default share is 0.9 up to 0.19.1 and
+    0.92 since 0.20.0 (both recorded with their source), applied to the total CUDA
+    reports, which is not recorded; bounded by 80 GiB per GPU, and with nvidia-smi's
+    81559 MiB, every combination leaves two GPUs short of weights and caches
+    (169.03 GB) and makes three the first that suffice. Within 0.92 of 80 GiB on the
+    8-GPU server at most 45 target caches fit (31 with the draft), below the
+    datasheet-capacity bounds 46 and 32."""
+    from specmath import published
+
+    kv, kv_d = _caches()
+    P, P_d, b = DATA["target_params"], DATA["draft_params"], DATA["bf16"]
+    need = (P + P_d) * b + kv + kv_d
+    old = published.load("gpus_memory", quantity="engine_memory_fraction")
+    now = published.load("gpus_memory", quantity="engine_memory_fraction_current")
+    assert [r["value"] for r in old + now] == [0.9, 0.92]
+    assert "0.19.1" in old[0]["version"] and "0.20.0" in now[0]["version"]
+    assert all("mem_get_info" in r["note"] for r in old + now)
+    rep = published.load("gpus_memory", gpu="H100 SXM",
+                         quantity="memory_reported_mib")[0]["value"] * 2**20
+    gib = published.load("gpus_memory", gpu="H100 SXM",
+                         quantity="memory_capacity_gib")[0]["value"] * 2**30
+    assert rep < gib
+    for share in (old[0]["value"], now[0]["value"]):
+        for total in (rep, gib):
+            assert share * 2 * total < need
+            assert next(n for n in range(1, 9) if share * n * total >= need) == 3
+    mem = now[0]["value"] * DATA["n_gpus_server"] * gib
+    b_max = math.floor((mem - P * b) / kv)
+    b_spec = math.floor((mem - (P + P_d) * b) / (kv + kv_d))
+    assert (b_max, b_spec) == (45, 31)
+    srv = cm.tensor_parallel(cm.H100_SXM, DATA["n_gpus_server"])
+    assert mem < srv.memory
+    assert b_max <= math.floor((srv.memory - P * b) / kv) == 46

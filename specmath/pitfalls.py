@@ -17,6 +17,9 @@ one uniform for every slot of a block
 acceptance uniform (:func:`residual_at_acceptance_uniform_output_distribution`) or the
 bonus token drawn at the last slot's acceptance uniform
 (:func:`bonus_at_acceptance_uniform_distribution`).
+
+Freshness is sufficient, not necessary: :func:`rescaled_uniform_verifier` reuses the
+draft's own uniform, rescaled inside the drafted token's interval, and is exact.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ __all__ = ["mismatched_output_distribution", "greedy", "reused_uniform_output_di
            "shared_gumbel_output_distribution",
            "one_uniform_per_block_second_token_distribution",
            "residual_at_acceptance_uniform_output_distribution",
-           "bonus_at_acceptance_uniform_distribution"]
+           "bonus_at_acceptance_uniform_distribution", "rescaled_uniform_verifier"]
 
 
 def greedy(q) -> np.ndarray:
@@ -200,7 +203,7 @@ def shared_gumbel_output_distribution(p, q) -> np.ndarray:
 
 def one_uniform_per_block_second_token_distribution(p, q) -> np.ndarray:
     """Exact law of the second emitted token, given that slot 1 accepted, when one
-    uniform U decides both slots of a two-token block (chapter 2, requirement (ii)).
+    uniform U decides both slots of a block with k = 2 (chapter 2, requirement (ii)).
 
     The drafts X_1, X_2 are drawn independently from q (context-free p and q, so the
     target's law of each token is p), U is independent of them, and slot i accepts iff
@@ -257,3 +260,58 @@ def bonus_at_acceptance_uniform_distribution(p, q) -> np.ndarray:
     # P(X = x, U in [lo_y, min(hi_y, a_x))) for each draft x and bonus token y
     span = np.clip(np.minimum(hi[None, :], a[:, None]) - lo[None, :], 0.0, None)
     return q @ span / alpha
+
+
+def _inverse_cdf(w: np.ndarray, row: np.ndarray) -> np.ndarray:
+    """Token x with F(x−1) ≤ w < F(x) for the cumulative sums F of ``row``; a w at or
+    above the rounded total goes to the last token with positive mass."""
+    idx = np.searchsorted(np.cumsum(row), w, side="right")
+    return np.minimum(idx, np.flatnonzero(row > 0)[-1])
+
+
+def rescaled_uniform_verifier(p, q, u, *,
+                              rescale_residual: bool = True
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """Draft and verify one slot with one uniform per slot, the draft's own (chapter 2,
+    section "Fresh randomness").
+
+    The draft token is X = F_q⁻¹(U), so X ~ q. The position of U inside X's interval,
+    U' = (U − F_q(X−1))/q(X), is uniform on [0, 1) and independent of X. The verifier
+    accepts iff U' < a(X), a = min(1, p/q); after a rejection U' is uniform on
+    [a(X), 1), so U'' = (U' − a(X))/(1 − a(X)) is uniform on [0, 1) and independent of
+    X, and Y = F_r⁻¹(U'') ~ r, the residual. Given X = x the slot thus accepts with
+    probability a(x) and otherwise draws from r, all that the proof of ch2-thm-exact
+    uses: the output is exactly p, with acceptance probability α, although no fresh
+    random number is drawn. With ``rescale_residual=False`` the residual is drawn at U'
+    itself, which after a rejection lies in [a(X), 1): the output then has the law of
+    :func:`residual_at_acceptance_uniform_output_distribution`, biased.
+
+    Parameters
+    ----------
+    p, q : array_like, shape (V,)
+        Target and draft distributions.
+    u : array_like of float
+        The draft's uniforms, each in [0, 1).
+    rescale_residual : bool
+        Rescale U' to U'' after a rejection (exact) or reuse U' (the bias of pitfall (d)).
+
+    Returns
+    -------
+    (drafts, emitted) : two numpy.ndarray of int, the shape of ``u``
+    """
+    p, q = _rows(p, q)
+    u = np.asarray(u, dtype=float)
+    if u.size == 0 or not np.all((u >= 0) & (u < 1)):
+        raise ValueError("u must be a non-empty array of uniforms, each in [0, 1)")
+    x = _inverse_cdf(u, q)
+    lo = np.cumsum(q)[x] - q[x]
+    u1 = np.clip((u - lo) / q[x], 0.0, np.nextafter(1.0, 0.0))
+    a = _ratio(p, q)[x]
+    accept = u1 < a
+    if rescale_residual:
+        u2 = (u1 - a) / np.where(accept, 1.0, 1.0 - a)
+    else:
+        u2 = u1
+    y = _inverse_cdf(np.clip(u2, 0.0, np.nextafter(1.0, 0.0)),
+                     residual_distribution(p, q))
+    return x, np.where(accept, x, y)

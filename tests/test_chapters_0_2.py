@@ -453,6 +453,82 @@ def test_bonus_token_probability_of_exercise_ch2_ex5_matches_simulation(rng):
     assert abs(hits / n - truth) < 4.5 * sigma
 
 
+def test_ch2_ex5_simulation_separates_the_exact_answer_from_both_products_of_averages():
+    """Review R14a finding 3: on the exercise's pair the products of averages are within
+    a few 0.01 of the exact answer, so the check must be able to tell them apart. 10⁶
+    vectorised first iterations (draft x1 ~ q0, accept, draft x2 ~ q(·|x1), accept):
+    the tolerance is half the distance to the nearer product, about 8 standard errors,
+    so the false-alarm rate and the chance to pass were a product the truth are each
+    below 1e-15 (normal approximation)."""
+    from specmath.exercises import ch2
+    t, d = toy.toy_pair(ch2.DATA["toy_vocab"], ch2.DATA["toy_closeness"],
+                        ch2.DATA["toy_seed"])
+    truth = float(_REGISTRY["ch2-ex5"].compute())
+    second = sm.acceptance_probability(t.transition, d.transition)
+    first = np.minimum(t.initial, d.initial)
+    assert truth == pytest.approx(float(first @ second))
+    products = [first.sum() * float(t.initial @ second),
+                first.sum() * float(d.initial @ second)]
+    tol = min(abs(w - truth) for w in products) / 2
+    n = 1_000_000
+    sd = max(math.sqrt(v * (1 - v) / n) for v in [truth, *products])
+    assert math.erfc(tol / sd / math.sqrt(2)) < 1e-15
+    rng = np.random.default_rng(55)
+    v = t.vocab_size
+    x1 = rng.choice(v, n, p=d.initial)
+    cum = np.cumsum(d.transition, axis=1)[x1]
+    x2 = np.minimum((rng.random(n)[:, None] >= cum).sum(axis=1), v - 1)
+    ok1 = rng.random(n) < np.minimum(1, t.initial / d.initial)[x1]
+    ok2 = rng.random(n) < np.minimum(1, t.transition / d.transition)[x1, x2]
+    hits = np.mean(ok1 & ok2)
+    assert abs(hits - truth) < tol
+    assert all(abs(hits - w) > tol for w in products)
+
+
+def test_ch2_clopper_pearson_check_false_alarm_rate_is_the_exact_binomial_sum():
+    """Review R14a finding 4: `fa_lo <= level <= fa_hi` (95 % Clopper-Pearson interval,
+    R = 400 experiments, level 0.01) fails, were the true rate exactly the level, with
+    probability Σ Binom(j; R, level) over the counts j whose interval misses the level:
+    about 0.039, including j = 0, whose upper limit is below 0.01."""
+    from scipy.stats import beta, binom
+    r, level, tail = 400, 0.01, 0.025
+    j = np.arange(r + 1)
+    with np.errstate(invalid="ignore"):
+        lo = np.where(j > 0, beta.ppf(tail, j, r - j + 1), 0.0)
+        hi = np.where(j < r, beta.ppf(1 - tail, j + 1, r - j), 1.0)
+    miss = (lo > level) | (hi < level)
+    rate = binom.pmf(j[miss], r, level).sum()
+    assert miss[0] and hi[0] < level
+    assert 0.035 < rate < 0.045
+    # a direct simulation of the check agrees (10⁵ alarm counts; sd of the rate 6e-4)
+    counts = np.random.default_rng(4).binomial(r, level, size=100_000)
+    assert abs(np.mean(miss[counts]) - rate) < 5 * math.sqrt(rate * (1 - rate) / 1e5)
+
+
+def test_ch2_ex4_more_freed_mass_is_necessary_not_sufficient_for_a_second_over_produced_token():
+    """Review R14a P3: a token y ≠ x_q* gets (1 − a) r(y) = (1 − a)/(1 − α)·(p − q)(y),
+    which exceeds p(y) only if 1 − a > 1 − α; on p = (.5, .5), q = (.6, .4) that holds
+    (1/6 > 0.1) yet only the top token is over-produced, the output being (5/6, 1/6)."""
+    p, q = np.array([0.5, 0.5]), np.array([0.6, 0.4])
+    a = p[0] / q[0]
+    assert 1 - a > 1 - sm.acceptance_probability(p, q)
+    out = mismatched_output_distribution(p, q, greedy(q))
+    np.testing.assert_allclose(out, [5 / 6, 1 / 6])
+    assert list(np.flatnonzero(out > p + 1e-12)) == [0]
+    rng = np.random.default_rng(3)
+    seen = 0
+    for _ in range(300):                              # necessity, on random pairs
+        p, q = rng.dirichlet(np.ones(5)), rng.dirichlet(np.ones(5))
+        xq = int(np.argmax(q))
+        a = min(1.0, p[xq] / q[xq])
+        out = mismatched_output_distribution(p, q, greedy(q))
+        others = [y for y in range(5) if y != xq and out[y] > p[y] + 1e-12]
+        if others:
+            seen += 1
+            assert 1 - a > 1 - sm.acceptance_probability(p, q)
+    assert seen > 50                                  # not vacuous
+
+
 def test_ch2_ex1_widened_rule_bias_is_the_largest_set_gap_and_the_positive_part_formula():
     # issue 16 (student walk-through): exercise 2.1 now asks for Rule 2 widened to the
     # target's top-2 set S; its bias must equal the brute-force max over all 2^V sets

@@ -243,3 +243,84 @@ def test_exercise_ch2_ex6_phi_by_numerical_quadrature_matches_the_piecewise_exac
             ratio = r[on] / q[on]
             y_hi, y_lo = on[ratio.argmax()], on[ratio.argmin()]
             assert rec[y_hi] > r[y_hi] and rec[y_lo] < r[y_lo]
+
+
+# ---- requirement (ii) is sufficient, not necessary (review R14a finding 1) --------------
+
+def _grid(n_cells: int) -> np.ndarray:
+    """Midpoints of n_cells equal cells of [0, 1)."""
+    return (np.arange(n_cells) + 0.5) / n_cells
+
+
+def test_rescaled_draft_uniform_verifier_is_exact_and_accepts_alpha_with_no_fresh_number():
+    """The draft's own uniform U, rescaled inside X's interval (U') and again after a
+    rejection (U''), drives an exact verifier: the output is a step function of U with at
+    most V(V + 2) steps, so on a grid of N midpoints its law is within TV V(V + 2)/N of
+    the exact law (a bound, no false alarm). Exact and accepting with probability α on
+    the animals and on 200 random pairs (some q(z) = 0, some p(z) = 0); the variant that
+    inverts r at U' itself has the law of pitfall (d) and is caught (TV 0.138 ≫ bound)."""
+    n = 2 ** 18
+    u = _grid(n)
+    v = P_ANIMALS.size
+    tol = v * (v + 2) / n
+    x, y = pf.rescaled_uniform_verifier(P_ANIMALS, Q_ANIMALS, u)
+    law = _counts(y, v) / n
+    assert sm.tv_distance(law, P_ANIMALS) <= tol
+    assert abs(np.mean(x == y) - sm.acceptance_probability(P_ANIMALS, Q_ANIMALS)) <= tol
+    assert sm.tv_distance(_counts(x, v) / n, Q_ANIMALS) <= tol          # X ~ q
+    _, y_d = pf.rescaled_uniform_verifier(P_ANIMALS, Q_ANIMALS, u, rescale_residual=False)
+    law_d = pf.residual_at_acceptance_uniform_output_distribution(P_ANIMALS, Q_ANIMALS)
+    assert sm.tv_distance(_counts(y_d, v) / n, law_d) <= tol
+    assert sm.tv_distance(_counts(y_d, v) / n, P_ANIMALS) > 0.1
+    rng = np.random.default_rng(1414)
+    n6 = 2 ** 16
+    u6, tol6 = _grid(n6), 6 * 8 / n6
+    caught = 0
+    for _ in range(200):
+        p, q = rng.dirichlet(np.full(6, 0.5)), rng.dirichlet(np.full(6, 0.5))
+        q[rng.integers(6)] = 0.0
+        p[rng.integers(6)] = 0.0
+        p, q = p / p.sum(), q / q.sum()
+        x6, y6 = pf.rescaled_uniform_verifier(p, q, u6)
+        assert sm.tv_distance(_counts(y6, 6) / n6, p) <= tol6
+        assert abs(np.mean(x6 == y6) - sm.acceptance_probability(p, q)) <= tol6
+        _, b6 = pf.rescaled_uniform_verifier(p, q, u6, rescale_residual=False)
+        law6 = pf.residual_at_acceptance_uniform_output_distribution(p, q)
+        assert sm.tv_distance(_counts(b6, 6) / n6, law6) <= tol6
+        caught += sm.tv_distance(_counts(b6, 6) / n6, p) > 2 * tol6
+    assert caught > 150          # the unrescaled variant is off from p on most pairs
+
+
+def test_inverse_cdf_and_gumbel_pairings_on_the_drafts_noise_emit_p_but_accept_less():
+    """Y = F_p⁻¹(U) at the draft's U, and Y = argmax(log p + G) with the draft's G, are
+    exact samples from p that equal X less often than α (maximal coupling, chapter 3).
+    The first by the grid bound; the second by a G-test (level 0.01, so a false alarm
+    with probability about 0.01; seed fixed) that, at the same size, rejects the vLLM
+    shared-noise verifier (b) (its power there is above 0.99: noncentral χ² at TV 0.009
+    and 2·10⁵ draws), and an acceptance 5 standard errors below α."""
+    n = 2 ** 18
+    u = _grid(n)
+    v = P_ANIMALS.size
+    tol = v * (v + 2) / n
+    alpha = sm.acceptance_probability(P_ANIMALS, Q_ANIMALS)
+    x = np.minimum(np.searchsorted(np.cumsum(Q_ANIMALS), u, side="right"), v - 1)
+    y = np.minimum(np.searchsorted(np.cumsum(P_ANIMALS), u, side="right"), v - 1)
+    assert sm.tv_distance(_counts(y, v) / n, P_ANIMALS) <= tol
+    assert np.mean(x == y) < alpha - tol
+    rng = np.random.default_rng(2024)
+    m = 200_000
+    g = rng.gumbel(size=(m, v))
+    xg = np.argmax(np.log(Q_ANIMALS) + g, axis=1)
+    yg = np.argmax(np.log(P_ANIMALS) + g, axis=1)
+    assert stats.g_test(_counts(yg, v), P_ANIMALS).pvalue > LEVEL
+    assert np.mean(xg == yg) < alpha - 5 * np.sqrt(alpha * (1 - alpha) / m)
+    _, y_sh = pf.gumbel_verifier_outputs(P_ANIMALS, Q_ANIMALS, m, rng)
+    assert stats.g_test(_counts(y_sh, v), P_ANIMALS).pvalue < LEVEL     # (b) caught
+
+
+def test_rescaled_uniform_verifier_rejects_uniforms_outside_the_unit_interval():
+    for bad in ([0.5, 1.0], [-0.1], []):
+        with pytest.raises(ValueError, match="u must"):
+            pf.rescaled_uniform_verifier(P_ANIMALS, Q_ANIMALS, bad)
+    with pytest.raises(ValueError, match="p"):
+        pf.rescaled_uniform_verifier([0.5, 0.6], [0.5, 0.5], [0.2])

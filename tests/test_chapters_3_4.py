@@ -598,3 +598,21 @@ def test_pinsker_floor_on_alpha_holds_on_random_pairs_is_tight_nearby_and_fails_
     p_c, q_c = np.array([1 - 1e-3, 1e-3]), np.array([1.0, 0.0])
     assert np.isinf(_kl(p_c, q_c))
     assert sm.acceptance_probability(p_c, q_c) == pytest.approx(1 - 1e-3)
+
+
+def test_pinsker_two_point_bound_holds_at_u_zero_and_one_by_the_limit_argument():
+    """ch3-ex7 (a) (review R14a finding 5): for u ∈ {0, 1}, g(v) = KL((u, 1 − u) ‖
+    (v, 1 − v)) − 2(u − v)² is monotone on 0 < v < 1, rising away from v = u, with
+    limit 0 at v → u; so g ≥ 0 there too. Checked on a grid reaching 1e-9 of the ends,
+    against a control that is negative (the same with 3(u − v)² at u = 0, v = 0.5)."""
+    v = np.concatenate([np.geomspace(1e-9, 0.5, 400), 1 - np.geomspace(1e-9, 0.5, 400)])
+    v = np.sort(v)
+    for u in (0.0, 1.0):
+        g = np.array([_kl(np.array([u, 1 - u]), np.array([x, 1 - x])) - 2 * (u - x) ** 2
+                      for x in v])
+        assert g.min() >= -1e-15
+        rising = np.diff(g) if u == 0.0 else -np.diff(g)
+        assert np.all(rising >= -1e-15)
+        near = v[0] if u == 0.0 else v[-1]
+        assert _kl(np.array([u, 1 - u]), np.array([near, 1 - near])) < 1e-8
+    assert _kl(np.array([0.0, 1.0]), np.array([0.5, 0.5])) - 3 * 0.5 ** 2 < 0

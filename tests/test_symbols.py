@@ -162,6 +162,10 @@ def test_the_preface_list_of_reused_letters_names_every_reuse_the_review_found()
     for item in ["$M$", "$P_{\\text{always}}$", "$P_{\\text{agree}}$", "$P_A$", "$y$",
                  "$w$", "$w_r$", "$r$", "$A$", "$A_j$", "subscript $i$", "$k_i$",
                  "$\\alpha_i$", "$V(k)$", "$W_0$",
+                 # review R14a P2: a(X) and h(τ) of chapter 2 against the table's a_i and
+                 # h_i; the G statistic against the Gumbel noise G_x; the tilt Φ against
+                 # chapter 11's normal distribution function
+                 "$a$", "$a_i$", "$h$", "$h_i$", "$G$", "$G_x$", "$\\Phi$",
                  # Part II (review R9c 14, audit MAP2 S6): local reuses in chapters 8-11
                  "In chapters 8–11", "$m$", "$\\psi$"]:
         assert item in para, item

@@ -349,7 +349,7 @@ def test_roofline_speedup_ignores_bandwidth_so_only_a_fixed_pass_cost_can_lower_
 
 def test_draft_cache_reads_cost_far_more_throughput_than_the_smaller_batch():
     """ch11 B_max section (review R7c finding 5): at each server's own largest batch on
-    an H100 (80 GiB × vLLM's default share, tied published counts), the smaller batch
+    an H100 (80 GiB × vLLM's default share up to 0.19.1, tied published counts), the smaller batch
     costs a few per cent of plain throughput, the draft's k cache reads more than half
     of speculation's token rate."""
     from specmath import costmodel as cm

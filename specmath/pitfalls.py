@@ -19,7 +19,13 @@ bonus token drawn at the last slot's acceptance uniform
 (:func:`bonus_at_acceptance_uniform_distribution`).
 
 Freshness is sufficient, not necessary: :func:`rescaled_uniform_verifier` reuses the
-draft's own uniform, rescaled inside the drafted token's interval, and is exact.
+draft's own uniform, rescaled inside the drafted token's interval, and is exact. What the
+proof uses is that each draft, given the past, follows q, and that each slot, given the
+past and its draft, accepts with min(1, p/q) and recovers from r. The second without the
+first is not enough: :func:`draft_at_earlier_uniform_distributions` draws a later draft
+at an earlier slot's acceptance uniform. Other verifiers on the draft's noise are exact
+but can accept less than α (:func:`inverse_cdf_pairing_acceptance`,
+:func:`gumbel_pairing_acceptance`).
 """
 
 from __future__ import annotations
@@ -34,7 +40,9 @@ __all__ = ["mismatched_output_distribution", "greedy", "reused_uniform_output_di
            "shared_gumbel_output_distribution",
            "one_uniform_per_block_second_token_distribution",
            "residual_at_acceptance_uniform_output_distribution",
-           "bonus_at_acceptance_uniform_distribution", "rescaled_uniform_verifier"]
+           "bonus_at_acceptance_uniform_distribution", "rescaled_uniform_verifier",
+           "draft_at_earlier_uniform_distributions", "inverse_cdf_pairing_acceptance",
+           "gumbel_pairing_acceptance"]
 
 
 def greedy(q) -> np.ndarray:
@@ -315,3 +323,69 @@ def rescaled_uniform_verifier(p, q, u, *,
     y = _inverse_cdf(np.clip(u2, 0.0, np.nextafter(1.0, 0.0)),
                      residual_distribution(p, q))
     return x, np.where(accept, x, y)
+
+
+def draft_at_earlier_uniform_distributions(p, q) -> tuple[np.ndarray, np.ndarray]:
+    """Exact laws, given that slot 1 accepted, of the second draft and of the second
+    emitted token when the second draft is drawn at slot 1's acceptance uniform
+    (chapter 2, "What the proof needs"; review R15a finding 1).
+
+    A block with k = 2 and context-free p and q (the same rows at both positions, so the
+    target's law of each token is p). X_1 ~ q with noise of its own; slot 1 accepts iff
+    a fresh U_1 < a(X_1), a = min(1, p/q). The second draft is X_2 = F_q⁻¹(U_1), the
+    inverse cumulative distribution of q at U_1, so X_2 ~ q; slot 2's uniform, every
+    residual sample and the bonus are fresh. Given the past and X_2 = x, slot 2 then
+    accepts with probability a(x) and after a rejection draws from r, and the bonus
+    follows p: all but one condition the proof of ch2-thm-sequence uses. The one that
+    fails: given the past, X_2 does not follow q. Given slot 1 accepted, U_1 < a(X_1),
+    so X_2 has law P(X_2 = x | accepted) = Σ_x1 q(x1)·|[F_q(x−1), F_q(x)) ∩ [0, a(x1))|/α,
+    and the second emitted token has law d·a + (1 − Σ d·a)·r for that law d.
+
+    Returns
+    -------
+    (draft_law, token_law) : two numpy.ndarray, shape (V,)
+    """
+    p, q = _rows(p, q)
+    a = _ratio(p, q)
+    alpha = float(q @ a)
+    if alpha <= 0:
+        raise ValueError("p and q must overlap (min(p, q) > 0 somewhere) for the slot "
+                         "to accept")
+    hi = np.cumsum(q)
+    lo = hi - q
+    # P(X_1 = x1, U_1 in [lo_x, min(hi_x, a_x1))) for each first draft x1 and token x
+    span = np.clip(np.minimum(hi[None, :], a[:, None]) - lo[None, :], 0.0, None)
+    draft = q @ span / alpha
+    kept = draft * a
+    return draft, kept + (1.0 - kept.sum()) * residual_distribution(p, q)
+
+
+def inverse_cdf_pairing_acceptance(p, q) -> float:
+    """Exact probability that Y = F_p⁻¹(U) equals X = F_q⁻¹(U) for one uniform U: the
+    total overlap of token x's interval under q with its interval under p (chapter 2,
+    verifiers on the draft's noise). Y ~ p exactly; the overlap is at most α, the
+    acceptance of the rule, and equals it on two tokens:
+    min(q_0, p_0) + min(q_1, p_1)."""
+    p, q = _rows(p, q)
+    hq, hp = np.cumsum(q), np.cumsum(p)
+    lo = np.maximum(hq - q, hp - p)
+    return float(np.clip(np.minimum(hq, hp) - lo, 0.0, None).sum())
+
+
+def gumbel_pairing_acceptance(p, q) -> float:
+    """Exact probability that Y = argmax(log p + G) equals X = argmax(log q + G) for one
+    vector G of independent standard Gumbels (chapter 2, verifiers on the draft's noise).
+
+    With E_z = exp(−G_z) ~ Exp(1), X = Y = x means E_z > E_x · max(q_z/q_x, p_z/p_x) for
+    every z ≠ x; given E_x = e that has probability exp(−e Σ_{z≠x} max(…)), and
+    integrating against e^{−e} gives
+
+        P(X = Y) = Σ_x 1 / Σ_z max(q_z/q_x, p_z/p_x),
+
+    over the x with p_x > 0 and q_x > 0 (the term z = x is 1). On two tokens each term
+    is min(q_x, p_x), so the sum is α; on more it can be less.
+    """
+    p, q = _rows(p, q)
+    on = np.flatnonzero((p > 0) & (q > 0))
+    ratios = np.maximum(q[None, :] / q[on, None], p[None, :] / p[on, None])
+    return float((1.0 / ratios.sum(axis=1)).sum())

@@ -291,7 +291,7 @@ def test_rescaled_draft_uniform_verifier_is_exact_and_accepts_alpha_with_no_fres
     assert caught > 150          # the unrescaled variant is off from p on most pairs
 
 
-def test_inverse_cdf_and_gumbel_pairings_on_the_drafts_noise_emit_p_but_accept_less():
+def test_inverse_cdf_and_gumbel_pairings_on_the_drafts_noise_emit_p_but_accept_less_on_animals():
     """Y = F_p⁻¹(U) at the draft's U, and Y = argmax(log p + G) with the draft's G, are
     exact samples from p that equal X less often than α (maximal coupling, chapter 3).
     The first by the grid bound; the second by a G-test (level 0.01, so a false alarm
@@ -324,3 +324,93 @@ def test_rescaled_uniform_verifier_rejects_uniforms_outside_the_unit_interval():
             pf.rescaled_uniform_verifier(P_ANIMALS, Q_ANIMALS, bad)
     with pytest.raises(ValueError, match="p"):
         pf.rescaled_uniform_verifier([0.5, 0.6], [0.5, 0.5], [0.2])
+
+
+def test_slot_conditions_alone_are_not_enough_a_second_draft_at_slot_one_uniform_biases():
+    """Review R15a finding 1: the proof of ch2-thm-sequence also uses that the drafted
+    token, given the past (earlier slots' uniforms included), follows q. Pipeline (f):
+    k = 2, X_2 = F_q⁻¹(U_1) at slot 1's acceptance uniform, all else fresh. X_2 ~ q and,
+    given the past and X_2 = x, slot 2 accepts at a(x) and recovers from r (the
+    (draft, verdict) counts fit the exact draft law times a(x), G-test level 0.01), yet
+    given slot 1 accepted X_2 is off from q by TV 0.204 and the second token off from p
+    by TV 0.124 (the reviewer's exact values); both caught. A fresh X_2 (the condition
+    restored) gives p."""
+    p, q, v = P_ANIMALS, Q_ANIMALS, 5
+    law_x, law = pf.draft_at_earlier_uniform_distributions(p, q)
+    np.testing.assert_allclose(law_x, [0.2239, 0.5299, 0.0896, 0.1343, 0.0224], atol=1e-4)
+    np.testing.assert_allclose(law, [0.3931, 0.3312, 0.1742, 0.0537, 0.0478], atol=1e-4)
+    assert abs(sm.tv_distance(law, p) - 0.12430) < 1e-4
+    assert sm.tv_distance(law_x, q) > 0.2
+    rng = np.random.default_rng(1515)
+    n = 400_000
+    a, r = np.minimum(1, p / q), sm.residual_distribution(p, q)
+    x1, u1 = rng.choice(v, n, p=q), rng.random(n)
+    ok1 = u1 < a[x1]
+    x2 = np.minimum(np.searchsorted(np.cumsum(q), u1, side="right"), v - 1)
+    assert stats.g_test(_counts(x2, v), q).pvalue > LEVEL             # X_2 ~ q
+    ok2 = rng.random(n) < a[x2]
+    cells = np.bincount(2 * x2[ok1] + ok2[ok1], minlength=2 * v)
+
+    def verdicts(d: np.ndarray) -> np.ndarray:
+        return np.column_stack([d * (1 - a), d * a]).ravel()
+
+    assert stats.g_test(cells, verdicts(law_x)).pvalue > LEVEL       # accepts at a(x)
+    assert stats.g_test(cells, verdicts(q)).pvalue < LEVEL           # X_2 not ~ q
+    # slot 2's acceptance rate at each draft, directly: within 5 standard errors of a(x)
+    for x in range(v):
+        m = ok1 & (x2 == x)
+        se = np.sqrt(a[x] * (1 - a[x]) / m.sum())
+        assert abs(ok2[m].mean() - a[x]) <= max(5 * se, 1e-12)
+    y2 = np.where(ok2, x2, rng.choice(v, n, p=r))[ok1]
+    assert stats.g_test(_counts(y2, v), law).pvalue > LEVEL
+    assert stats.g_test(_counts(y2, v), p).pvalue < LEVEL            # caught
+    x2f = rng.choice(v, n, p=q)                                      # control
+    y2f = np.where(rng.random(n) < a[x2f], x2f, rng.choice(v, n, p=r))[ok1]
+    assert stats.g_test(_counts(y2f, v), p).pvalue > LEVEL
+    with pytest.raises(ValueError, match="overlap"):
+        pf.draft_at_earlier_uniform_distributions([1.0, 0.0], [0.0, 1.0])
+
+
+def test_gumbel_pairing_closed_form_matches_simulation_and_both_pairings_reach_alpha_on_two_tokens():
+    """Review R15a findings 2 and 3: P(argmax(log q + G) = argmax(log p + G)) equals
+    Σ_x 1/Σ_z max(q_z/q_x, p_z/p_x): 0.64747 on the animals (simulation within 5 SE,
+    false alarm about 6e-7 per pair; α lies > 10 SE away), and on random 5-token pairs
+    with zeros. The inverse-CDF pairing's overlap agrees with a grid evaluation (bound
+    V(V + 2)/N). On two-token rows both equal α (1000 random pairs); on the animals
+    both are below α, so "can give up acceptance" is pair-dependent."""
+    p, q, v = P_ANIMALS, Q_ANIMALS, 5
+    alpha = sm.acceptance_probability(p, q)
+    exact = pf.gumbel_pairing_acceptance(p, q)
+    assert abs(exact - 0.64747) < 1e-5 and exact < alpha
+    quant = pf.inverse_cdf_pairing_acceptance(p, q)
+    assert abs(quant - 0.57) < 1e-12
+    n_grid = 2 ** 18
+    u = _grid(n_grid)
+    xq = np.minimum(np.searchsorted(np.cumsum(q), u, side="right"), v - 1)
+    yq = np.minimum(np.searchsorted(np.cumsum(p), u, side="right"), v - 1)
+    assert abs(np.mean(xq == yq) - quant) <= v * (v + 2) / n_grid
+    rng = np.random.default_rng(1516)
+    m = 200_000
+    pairs = [(p, q)]
+    for _ in range(4):
+        pr, qr = rng.dirichlet(np.full(v, 0.7)), rng.dirichlet(np.full(v, 0.7))
+        pr[0], qr[1] = 0.0, 0.0
+        pairs.append((pr / pr.sum(), qr / qr.sum()))
+    for pr, qr in pairs:
+        ex = pf.gumbel_pairing_acceptance(pr, qr)
+        assert ex <= sm.acceptance_probability(pr, qr) + 1e-12      # coupling bound
+        g = rng.gumbel(size=(m, v))
+        with np.errstate(divide="ignore"):
+            same = np.argmax(np.log(qr) + g, axis=1) == np.argmax(np.log(pr) + g, axis=1)
+        assert abs(same.mean() - ex) < 5 * np.sqrt(ex * (1 - ex) / m)
+    assert alpha - exact > 10 * np.sqrt(exact * (1 - exact) / m)   # power against α
+    gap = 0.0
+    for _ in range(1000):
+        p2, q2 = rng.dirichlet(np.ones(2)), rng.dirichlet(np.ones(2))
+        a2 = sm.acceptance_probability(p2, q2)
+        gap = max(gap, abs(pf.gumbel_pairing_acceptance(p2, q2) - a2),
+                  abs(pf.inverse_cdf_pairing_acceptance(p2, q2) - a2))
+    assert gap < 1e-12
+    assert pf.gumbel_pairing_acceptance([1.0, 0.0], [0.5, 0.5]) == 0.5
+    with pytest.raises(ValueError, match="p"):
+        pf.gumbel_pairing_acceptance([0.5, 0.6], [0.5, 0.5])

@@ -161,3 +161,26 @@ def test_two_h100s_fall_short_under_either_vllm_default_share_of_any_total_up_to
     srv = cm.tensor_parallel(cm.H100_SXM, DATA["n_gpus_server"])
     assert mem < srv.memory
     assert b_max <= math.floor((srv.memory - P * b) / kv) == 46
+
+
+def test_vllm_tensor_parallelism_needs_four_h100s_where_memory_alone_allows_three():
+    """ch1-ex5 (review R15a finding 5): three H100s are a memory lower bound. vLLM's
+    tensor parallelism (version 0.20.0, ModelConfig.verify_with_parallel_config) needs
+    the GPU count to divide the 64 attention heads of DATA's 70B-class model, and
+    QKVParallelLinear splits its 8 key/value heads evenly: 3 is refused, 4 is the first
+    count that both holds the memory and meets the rule."""
+    kv, kv_d = _caches()
+    P, P_d, b = DATA["target_params"], DATA["draft_params"], DATA["bf16"]
+    need_fits = [cm.fits_in_memory(P + P_d, cm.tensor_parallel(cm.H100_SXM, n), b,
+                                   kv + kv_d) for n in range(1, 9)]
+    n_mem = need_fits.index(True) + 1
+    heads, kv_heads = DATA["q_heads"], DATA["kv_heads"]
+    assert (n_mem, heads, kv_heads) == (3, 64, 8)
+
+    def vllm_tp_accepts(n: int) -> bool:
+        return heads % n == 0 and (kv_heads % n == 0 or n % kv_heads == 0)
+
+    assert not vllm_tp_accepts(n_mem)
+    n_tp = next(n for n in range(n_mem, heads + 1) if vllm_tp_accepts(n))
+    assert n_tp == 4 and need_fits[n_tp - 1]
+    assert [n for n in range(1, 9) if vllm_tp_accepts(n)] == [1, 2, 4, 8]

@@ -377,10 +377,11 @@ def test_only_the_shares_and_the_drafts_head_vs_layer_drift_among_within_model_s
     within |= {f"x_{r}": t[r]["layer"] / lay[r] for r in TD}
     within |= {f"hook_{r}": t[r]["hooked_pass"] / t[r]["pass"] for r in TD}
     within |= {f"rest_{r}": t[r]["layer"] - t[r]["linears"] for r in TD}
-    within["excess"] = t["draft"]["layer"] - lay["draft"]
+    # R15b finding 6: the draft's excess alone (alone − in the pass) is x_draft as a
+    # difference, the same comparison: not counted again, 12 distinct comparisons
     ac = {k: _lag1(x) for k, x in within.items()}
     drift = sorted(k for k, v in ac.items() if v > 0.2)
-    assert drift == ["hl_draft", "share_draft", "share_target"] and len(ac) == 13
+    assert drift == ["hl_draft", "share_draft", "share_target"] and len(ac) == 12
     assert max(abs(v) for k, v in ac.items() if k not in drift) < 0.16
 
 
@@ -475,29 +476,162 @@ def _when(prov, key):
     return datetime.fromisoformat(prov[key]).timestamp()
 
 
-def test_recorded_dates_put_two_trace_recordings_beside_the_earlier_costs_only():
-    """R14b finding 2: by the recorded dates (realmodel.py and layer_cost.py date a run
-    after loading, traces_cpu.json and lossy_cpu.json at its end; total_s and elapsed_s
-    count from before loading), both record_traces.py processes (two threads each) ran
-    through the whole earlier costs run, and chapter 8's lossy_realmodel.py (one thread)
-    overlapped the first half to four fifths of the layer session's run, not all of it."""
+def _wall_over_cpu():
+    R = _load()
+    wall = sum(np.array(v) for r in TD for v in R["wall_s"][r].values())
+    cpu = sum(np.array(v) for r in TD for v in R["cpu_s"][r].values())
+    return wall, wall / cpu
+
+
+def _spearman(x, y):
+    rx, ry = (np.argsort(np.argsort(v)) for v in (x, y))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def test_shares_fall_as_wall_over_cpu_rises_beyond_every_circular_shift():
+    """R15b finding 4 (exploratory): per block, wall ÷ CPU time over all parts (a proxy
+    for waiting for a core) has Spearman below −0.3 with both within-pass shares, larger
+    in size than under every circular shift of at least 10 blocks."""
+    _, t, _, L, lay, head = _series()
+    _, wc = _wall_over_cpu()
+    for r in TD:
+        share = (L[r] * lay[r] + head[r]) / t[r]["hooked_pass"]
+        rho = _spearman(share, wc)
+        null = max(abs(_spearman(share, np.roll(wc, s))) for s in range(10, len(wc) - 10))
+        assert rho < -0.3 and abs(rho) > null
+
+
+def test_layer_session_was_no_faster_after_the_lossy_run_ended():
+    """R15b finding 3 (exploratory): blocks surely before / surely after
+    lossy_realmodel.py ended (timed wall clock bounds the elapsed time below, plus the
+    untimed time above): the median draft and target passes and wall ÷ CPU all rise."""
+    R, t, _, _, _, _ = _series()
+    s, w = _windows()
+    wall, wc = _wall_over_cpu()
+    cum = np.cumsum(wall)
+    on, off = s["layers"]
+    untimed = off - on - cum[-1]
+    d = w["lossy"][1] - on
+    pre, post = cum + untimed <= d, np.r_[0, cum[:-1]] >= d
+    assert pre.sum() > 50 and post.sum() > 25
+    for x in (t["draft"]["pass"], t["target"]["pass"], wc):
+        assert np.median(x[post]) > np.median(x[pre])
+    assert R["provenance"]["loadavg_end"][0] > R["provenance"]["loadavg_start"][0]
+
+
+def _windows():
+    """Every dated run in the recorded files as (start, earliest end, latest end or None,
+    torch threads), in POSIX seconds, by where each script dates it (see
+    test_scripts_date_their_runs_where_the_chapter_reads_them); and the two sessions."""
     res = ROOT / "specmath" / "data" / "results"
-    rm = json.loads((res / "realmodel_cpu.json").read_text())
-    tr = json.loads((res / "traces_cpu.json").read_text())["provenance"]
-    ly = json.loads((res / "lossy_cpu.json").read_text())["provenance"]
-    lc = _load()
+
+    def js(name):
+        return json.loads((res / name).read_text())
+
+    rm, lc = js("realmodel_cpu.json"), _load()
     assert rm["provenance"]["settings"]["sections"] == "costs"   # total_s is the costs'
     on = _when(rm["provenance"], "date_utc")
-    off = on + rm["total_s"] - rm["load_s"]
-    assert "read_at" not in tr and len(tr["parts"]) == 2   # end-of-run dates
-    for p in tr["parts"]:
-        end = _when(p, "date")
-        assert end - p["total_s"] < on and off < end and p["threads"] == 2
     lc_on = _when(lc["provenance"], "date_utc")
-    lc_off = lc_on + lc["provenance"]["elapsed_s"] - lc["load_s"]
-    ly_off = _when(ly, "date")
-    assert ly_off - ly["total_s"] < lc_on < ly_off < lc_off and ly["threads"] == 1
-    assert 0.5 < (ly_off - lc_on) / (lc_off - lc_on) < 0.8
+    sessions = {"costs": (on, on + rm["total_s"] - rm["load_s"]),
+                "layers": (lc_on, lc_on + lc["provenance"]["elapsed_s"] - lc["load_s"])}
+    tr = js("traces_cpu.json")["provenance"]
+    assert "read_at" not in tr and len(tr["parts"]) == 2   # end-of-run dates
+    w = {f"traces{i}": (_when(p, "date") - p["total_s"], _when(p, "date"),
+                        _when(p, "date"), p["threads"])
+         for i, p in enumerate(tr["parts"])}
+    parts = rm["provenance"]["parts"]
+    sweep = sum(r["wall_s"] for t in rm["sweep"]["runs"].values() for r in t.values())
+    w["sweep"] = (_when(parts["sweep"], "date_utc"), _when(parts["sweep"], "date_utc")
+                  + sweep, None, parts["sweep"]["torch_threads"])
+    w["alpha"] = (_when(parts["alpha"], "date_utc"), _when(parts["alpha"], "date_utc"),
+                  None, parts["alpha"]["torch_threads"])
+    ba = js("batch_cpu.json")
+    b0 = _when(ba["provenance"], "date_utc") - ba["load_s"]
+    w["batch"] = (b0, b0 + ba["provenance"]["elapsed_s"],
+                  b0 + ba["provenance"]["elapsed_s"], ba["provenance"]["torch_threads"])
+    bl = js("block_cpu.json")
+    b0 = _when(bl["provenance"], "date_utc")
+    w["block"] = (b0, b0 + sum(r["wall_s"] for r in bl["runs"]),
+                  b0 + bl["provenance"]["total_wall_s"], bl["provenance"]["torch_threads"])
+    for f in ("multidraft_cpu.json", "multidraft_ceiling_cpu.json"):
+        m = js(f)
+        end = _when(m["provenance"], "date_utc")
+        w[f] = (end - m["runtime_s"], end, end, m["provenance"]["torch_threads"])
+    ly = js("lossy_cpu.json")["provenance"]
+    w["lossy"] = (_when(ly, "date") - ly["total_s"], _when(ly, "date"), _when(ly, "date"),
+                  ly["threads"])
+    # offline_weights.json dates a read of the files' headers, after both sessions
+    assert _when(js("offline_weights.json")["provenance"], "date_utc") \
+        > sessions["layers"][1]
+    return sessions, w
+
+
+def _beside(w, on, off):
+    start, lo, hi, _ = w
+    if start < off and lo > on:
+        return True
+    if start > off or (hi is not None and hi < on):
+        return False
+    return None
+
+
+def test_every_dated_recording_puts_four_course_runs_beside_the_earlier_costs():
+    """R14b finding 2, R15b finding 1: from every result file that dates a run, the
+    earlier costs run had four other course processes beside it (both record_traces.py
+    processes and the k sweep all through it, chapter 9's block_realmodel.py, which
+    ended 194-237 s into it), six torch threads, then three with five; nothing else."""
+    s, w = _windows()
+    on, off = s["costs"]
+    side = {k: _beside(v, on, off) for k, v in w.items()}
+    assert None not in side.values()
+    rivals = {k for k, v in side.items() if v}
+    assert rivals == {"traces0", "traces1", "sweep", "block"}
+    assert sum(w[k][3] for k in rivals) == 6
+    late = {k for k in rivals if w[k][1] > off}
+    assert late == rivals - {"block"} and sum(w[k][3] for k in late) == 5
+    assert all(w[k][0] < on for k in ("traces0", "traces1"))
+    lo, hi = w["block"][1] - on, w["block"][2] - on
+    assert 190 < lo < hi < 240 and w["block"][2] < off
+
+
+def test_only_chapter_8s_lossy_run_is_dated_beside_the_layer_session():
+    """R14b finding 2, R15b finding 1: of the runs whose files close their window, only
+    lossy_realmodel.py overlapped the layer session, for its first half to four fifths;
+    the two open ones (the k sweep and the alpha part) began the day before, and their
+    file was in the repository that evening (git), so they ended before the session."""
+    s, w = _windows()
+    on, off = s["layers"]
+    side = {k: _beside(v, on, off) for k, v in w.items()}
+    assert [k for k, v in side.items() if v] == ["lossy"]
+    assert {k for k, v in side.items() if v is None} == {"sweep", "alpha"}
+    ly_on, ly_off = w["lossy"][:2]
+    assert ly_on < on < ly_off < off and w["lossy"][3] == 1
+    assert 0.5 < (ly_off - on) / (off - on) < 0.8
+    import subprocess
+
+    def git(*a):
+        return subprocess.run(["git", *a], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout
+
+    try:
+        log = git("log", "--format=%H %ct", "--name-only", "--follow", "--",
+                  "specmath/data/results/realmodel_cpu.json").split()
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("no git history")
+    # (commit, time, path) triples; the earliest commit holding these very parts
+    rm = json.loads((ROOT / "specmath" / "data" / "results" / "realmodel_cpu.json")
+                    .read_text())["provenance"]["parts"]
+    held = []
+    for h, ct, path in zip(log[::3], log[1::3], log[2::3], strict=True):
+        try:
+            old = json.loads(git("show", f"{h}:{path}"))["provenance"].get("parts")
+        except (subprocess.CalledProcessError, ValueError):
+            continue
+        if old == rm:
+            held.append(int(ct))
+    if not held:
+        pytest.skip("git history does not hold the recorded parts")
+    assert max(w[k][0] for k in ("sweep", "alpha")) < min(held) < on
 
 
 def test_scripts_date_their_runs_where_the_chapter_reads_them():
@@ -505,10 +639,28 @@ def test_scripts_date_their_runs_where_the_chapter_reads_them():
     after loading the models and write total_s / elapsed_s from before loading;
     lossy_realmodel.py dates its run when it writes it, after the prompts are scored."""
     src = {n: (ROOT / "benchmarks" / f"{n}.py").read_text()
-           for n in ("realmodel", "layer_cost", "lossy_realmodel")}
-    for n in ("realmodel", "layer_cost"):
+           for n in ("realmodel", "layer_cost", "lossy_realmodel", "block_realmodel",
+                     "batch_cost", "multidraft_realmodel", "multidraft_ceiling")}
+    for n in ("realmodel", "layer_cost", "block_realmodel"):
         s = src[n]
         assert s.index("t0 = log.t0") < s.index("load_pair(") < s.index("provenance(args")
+    # R15b finding 1: block_realmodel.py times its runs after the date, total_wall_s
+    # from t0; batch_cost.py dates after loading and records load_s from t0 right after
+    s = src["block_realmodel"]
+    assert s.index("provenance(args") < s.index('"wall_s": wall') \
+        < s.index('["total_wall_s"] = time.perf_counter() - t0')
+    s = src["batch_cost"]
+    assert s.index("t0 = start(args).t0") < s.index("load_pair(") \
+        < s.index("provenance(args") < s.index('"load_s": time.perf_counter() - t0')
+    # the multidraft scripts date at the end: provenance after the scored rows, and
+    # runtime_s from the t0 taken before loading
+    for n in ("multidraft_realmodel", "multidraft_ceiling"):
+        s = src[n]
+        assert s.index("scored_rows(__doc__") < s.index("provenance(args") \
+            < s.index('"runtime_s": time.perf_counter() - t0')
+    s = src["multidraft_realmodel"]
+    assert s.index("log = start(args)") < s.index("pair_and_prompts(args, models)") \
+        < s.index("return args, rows, log.t0")
     s = src["lossy_realmodel"]
     assert s.index("position_fields(p, q") < s.index('"date": time.strftime')
     assert s.index('"date": time.strftime') < s.index('"total_s": round(')

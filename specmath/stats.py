@@ -215,7 +215,11 @@ class TrendResult:
     information: float
 
     def slope_ci(self, level: float = 0.95) -> tuple[float, float]:
-        """Wald interval slope ± z·se for the log-odds slope."""
+        """Score-based interval slope ± z·se for the log-odds slope (ch. 7).
+
+        ``slope`` = U/I and ``se`` = 1/√I use the information I under no trend, so this
+        is a one-step interval from slope 0, not Wald's interval about the MLE; it
+        leaves 0 out exactly when the two-sided test rejects at 1 − ``level``."""
         if not 0 < level < 1:
             raise ValueError(f"level must be in (0, 1); got {level}")
         z = math.sqrt(chi2_isf(1.0 - level, 1))

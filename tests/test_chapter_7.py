@@ -315,7 +315,7 @@ def test_trend_test_simulated_power_against_survivorships_slope_is_near_its_leve
 
 @pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded CPU benchmark")
 def test_slope_interval_leaves_out_zero_exactly_when_the_trend_test_rejects():
-    # review R14b finding 5: the Wald slope interval's stated 0.95 is nominal; with no
+    # review R14b finding 5: the score-based slope interval's 0.95 is nominal; with no
     # trend it covers 0 in exactly 1 − (the test's false-alarm rate) of the simulated
     # sets of the recorded design, which is near 0.95 but not 0.95 by construction
     R = json.loads(RESULTS.read_text())

@@ -414,3 +414,18 @@ def test_gumbel_pairing_closed_form_matches_simulation_and_both_pairings_reach_a
     assert pf.gumbel_pairing_acceptance([1.0, 0.0], [0.5, 0.5]) == 0.5
     with pytest.raises(ValueError, match="p"):
         pf.gumbel_pairing_acceptance([0.5, 0.6], [0.5, 0.5])
+
+
+def test_mismatched_draft_is_biased_on_full_support_targets_and_can_be_exact_where_p_is_zero():
+    """Review R16a finding 1 (ch2 pitfall): a draft sampled greedily or from q's top two,
+    reported as q, biases the output on every random pair whose target gives each token
+    positive mass; with zeros in p a mismatch can stay exact."""
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        p, q = rng.dirichlet(np.ones(6), size=2)
+        top2 = np.where(q >= np.sort(q)[-2], q, 0.0)
+        for q_s in (pf.greedy(q), top2 / top2.sum()):
+            assert sm.tv_distance(pf.mismatched_output_distribution(p, q, q_s), p) > 1e-6
+    q, q_s = np.array([0.5, 0.3, 0.2]), np.array([0.625, 0.375, 0.0])
+    assert np.allclose(pf.mismatched_output_distribution(q_s, q, q_s), q_s)
+    assert not np.allclose(q_s, q)           # a real mismatch

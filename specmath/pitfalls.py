@@ -74,7 +74,9 @@ def mismatched_output_distribution(p, q_used, q_sampled) -> np.ndarray:
                          (p > 0).astype(float))
     kept = qs * ratio
     a = kept.sum(axis=-1, keepdims=True)
-    return kept + (1.0 - a) * residual_distribution(p, qu)
+    # a ≤ Σ q_sampled = 1 exactly; rounding can push the sum past 1 by an ulp, and a
+    # negative 1 − a would leave tiny negative entries in the output
+    return kept + np.maximum(1.0 - a, 0.0) * residual_distribution(p, qu)
 
 
 def _ratio(p: np.ndarray, q: np.ndarray) -> np.ndarray:

@@ -806,7 +806,8 @@ def test_chapter_7_layer_section_claims_only_what_the_layer_run_supports():
         assert gone not in text, gone
     for said in ("a check of the instrument, not of the hypothesis",
                  "describe noise within one session only",
-                 "which of the differences moved the pass times and $c$ is not tested",
+                 # R16b finding 1: "not tested" became "not established"
+                 "these differences moved the pass times and $c$ is not established",
                  "those of *another* layer of the same shapes",
                  "random inputs of their shapes",
                  "the millisecond intervals in the table carry no stated coverage",
@@ -827,16 +828,17 @@ def test_chapter_7_review_r9b_wording():
         assert gone not in text, gone
     for said in ("So only the target's data speak against width alone",
                  "ran beside the timed generations of the $k$ sweep",
-                 "These are hypotheses, not findings",
+                 # R16b finding 1: each difference is one hypothesis
+                 "each is a hypothesis, among them the machine's load",
                  # R14b finding 2: the concurrent course processes, named
                  "the two processes of `record_traces.py`",
                  "chapter 8's (`lossy_realmodel.py`",
                  "every interval on a timing",
                  "bounds only if the products timed alone",
                  "One hypothesis for the draft's slower reading",
-                 # R15b findings 1, 3, 4, 5, 2: block_realmodel.py; load as the candidate
+                 # R15b findings 1, 3, 4, 5, 2: block_realmodel.py (R16b finding 1: the
+                 # load is no longer "the better-supported candidate")
                  "chapter 9's `block_realmodel.py`",
-                 "is the better-supported candidate",
                  "That they drift with the machine's load is a hypothesis",
                  "not Wald's interval",
                  "(a sufficient condition)"):
@@ -845,3 +847,27 @@ def test_chapter_7_review_r9b_wording():
     assert "A hypothesis, not measured: on a GPU such small models may be launch-bound" \
         in models_py
     assert "so numbers\n#: compare" not in models_py
+
+
+def test_chapter_7_review_r16b_wording_census_is_of_recorded_runs_in_an_optional_note():
+    """R16b findings 1-3, 6: no within-session "one course process fewer" argument nor
+    "better-supported candidate"; the census is of recorded benchmark runs, its counts
+    lower bounds (notebook executions record nothing); the sweep's loading is not dated;
+    the census sits in a collapsed optional note, after the main text's summary."""
+    text = _ch7_text()
+    for gone in ("With one course process fewer", "is the better-supported candidate",
+                 "speaks against the count of course processes",
+                 "the cost timings after their first"):
+        assert gone not in text, gone
+    for said in ("every recorded benchmark run of the course",
+                 "the counts below are lower bounds",
+                 "the course's notebook executions",
+                 "its loading before that is not dated",
+                 "whether its loading overlapped them is not known"):
+        assert said in text, said
+    src = _CH7.read_text()
+    note = src.index(":::{admonition} Optional: the recorded runs beside each session")
+    assert src[note:].split("\n")[1] == ":class: dropdown"
+    end = src.index("\n:::\n", note)
+    assert "| run | from | to | beside |" in src[note:end]
+    assert text.index("is not established") < text.index("Optional: the recorded runs")

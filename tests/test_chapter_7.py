@@ -827,7 +827,8 @@ def test_chapter_7_review_r9b_wording():
                  "every interval in this chapter", "so width is not the whole story"):
         assert gone not in text, gone
     for said in ("So only the target's data speak against width alone",
-                 "ran beside the timed generations of the $k$ sweep",
+                 # R16b finding 3: the sweep is dated after its loading
+                 "ran beside the $k$ sweep, in another process dated after its loading",
                  # R16b finding 1: each difference is one hypothesis
                  "each is a hypothesis, among them the machine's load",
                  # R14b finding 2: the concurrent course processes, named

@@ -564,11 +564,12 @@ def _beside(k, w, on, off):
 
 def test_recorded_runs_surely_beside_the_earlier_costs_are_four_and_alpha_is_unknown():
     """R14b finding 2, R15b finding 1, R16b findings 2-3: of the recorded benchmark runs
-    (a lower bound on the course's processes: notebook executions record nothing), four
-    surely overlapped the earlier costs run (both record_traces.py processes all through
-    it, the k sweep's timed work from seconds in, chapter 9's block_realmodel.py, which
+    (a lower bound on the course's processes: notebook executions leave no result file),
+    four surely overlapped the earlier costs run (both record_traces.py processes all
+    through it, the k sweep, dated after its loading seconds in, chapter 9's
+    block_realmodel.py, which
     ended 194-237 s into it), six torch threads, then three with five; the alpha part's
-    timed work began after it and when it began loading is not recorded: unknown."""
+    dated start is after it and when it began loading is not recorded: unknown."""
     s, w = _windows()
     on, off = s["costs"]
     side = {k: _beside(k, v, on, off) for k, v in w.items()}

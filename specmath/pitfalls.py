@@ -260,14 +260,20 @@ def bonus_at_acceptance_uniform_distribution(p, q) -> np.ndarray:
     token is exact. A bonus drawn at a fresh uniform has law p.
     """
     p, q = _rows(p, q)
-    a = _ratio(p, q)
+    return _inverse_cdf_law_given_accepted(p, q, _ratio(p, q))
+
+
+def _inverse_cdf_law_given_accepted(row: np.ndarray, q: np.ndarray,
+                                    a: np.ndarray) -> np.ndarray:
+    """Law of F_row⁻¹(U) given that a slot accepted, U < a(X), with X ~ q independent
+    of the uniform U: Σ_x q(x)·|[F(y−1), F(y)) ∩ [0, a(x))| / α for each token y."""
     alpha = float(q @ a)
     if alpha <= 0:
         raise ValueError("p and q must overlap (min(p, q) > 0 somewhere) for the slot "
                          "to accept")
-    hi = np.cumsum(p)
-    lo = hi - p
-    # P(X = x, U in [lo_y, min(hi_y, a_x))) for each draft x and bonus token y
+    hi = np.cumsum(row)
+    lo = hi - row
+    # P(X = x, U in [lo_y, min(hi_y, a_x))) for each draft x and token y
     span = np.clip(np.minimum(hi[None, :], a[:, None]) - lo[None, :], 0.0, None)
     return q @ span / alpha
 
@@ -349,15 +355,7 @@ def draft_at_earlier_uniform_distributions(p, q) -> tuple[np.ndarray, np.ndarray
     """
     p, q = _rows(p, q)
     a = _ratio(p, q)
-    alpha = float(q @ a)
-    if alpha <= 0:
-        raise ValueError("p and q must overlap (min(p, q) > 0 somewhere) for the slot "
-                         "to accept")
-    hi = np.cumsum(q)
-    lo = hi - q
-    # P(X_1 = x1, U_1 in [lo_x, min(hi_x, a_x1))) for each first draft x1 and token x
-    span = np.clip(np.minimum(hi[None, :], a[:, None]) - lo[None, :], 0.0, None)
-    draft = q @ span / alpha
+    draft = _inverse_cdf_law_given_accepted(q, q, a)     # X_2 = F_q⁻¹(U_1), U_1 < a(X_1)
     kept = draft * a
     return draft, kept + (1.0 - kept.sum()) * residual_distribution(p, q)
 

@@ -519,19 +519,28 @@ def test_like_with_like_v_equal_one_pass_by_pass_misses_between_refined_and_one_
     assert 10 * np.median(e) < np.median(e1) < np.median(eo)
 
 
+def _code_texts_and_replay_speedups():
+    """The greedy code texts' agreement traces and S[text, k], k = 0..64, by exact replay
+    on the GPU model of chapter 7 (V = 1, c = the weight ratio)."""
+    from specmath import traces
+    greedy = traces.select(traces.load_traces(), text_temperature=0)
+    code = [np.array(r["agree"]) for r in greedy if r["task"] == "code"]
+    c_bw = 1_543_714_304 / 494_032_768
+    ones = np.ones(66)
+    S = np.array([[traces.greedy_run_cost(a, 0, ones, 1 / c_bw)
+                   / traces.greedy_run_cost(a, k, ones, 1 / c_bw) for k in range(65)]
+                  for a in code])
+    return code, c_bw, S
+
+
 @pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded CPU benchmark")
 def test_gpu_prediction_spread_over_code_texts_exceeds_half_a_step():
     # issue 16 N5: the k = 9, S = 2.18 point hides a spread; exact replay per code text
     # (V = 1, c = weight ratio) gives best S differing by more than 0.5 across texts, and
     # the i.i.d. formula over the per-text α range brackets the point value
-    from specmath import traces
-    greedy = traces.select(traces.load_traces(), text_temperature=0)
-    code = [np.array(r["agree"]) for r in greedy if r["task"] == "code"]
-    c_bw = 1_543_714_304 / 494_032_768
-    ks = np.arange(65)
-    ones = np.ones(66)
-    best = [max(traces.greedy_run_cost(a, 0, ones, 1 / c_bw)
-                / traces.greedy_run_cost(a, k, ones, 1 / c_bw) for k in ks) for a in code]
+    code, c_bw, S = _code_texts_and_replay_speedups()
+    ks = np.arange(S.shape[1])
+    best = list(S.max(1))
     assert max(best) - min(best) > 0.5
     # the point prediction at the pooled α lies inside the replay's range of best S
     # (R1 finding 11: bracketing it by the i.i.d. formula at the extreme α cannot fail)
@@ -544,14 +553,7 @@ def test_gpu_replay_best_per_text_is_in_sample_and_a_held_out_k_gives_less():
     # review R14b finding 7: each text's best S is a maximum over 65 k on that text; with
     # k picked on the other three code texts (best mean S) the held-out S is lower on
     # some text and its largest value stays below the in-sample largest
-    from specmath import traces
-    greedy = traces.select(traces.load_traces(), text_temperature=0)
-    code = [np.array(r["agree"]) for r in greedy if r["task"] == "code"]
-    c_bw = 1_543_714_304 / 494_032_768
-    ones = np.ones(66)
-    S = np.array([[traces.greedy_run_cost(a, 0, ones, 1 / c_bw)
-                   / traces.greedy_run_cost(a, k, ones, 1 / c_bw) for k in range(65)]
-                  for a in code])
+    code, _, S = _code_texts_and_replay_speedups()
     k_ho = [int(np.argmax(np.delete(S, j, 0).mean(0))) for j in range(len(code))]
     S_ho = S[np.arange(len(code)), k_ho]
     assert len(code) == 4 and (S_ho < S.max(1)).any() and S_ho.max() < S.max()

@@ -19,6 +19,7 @@ number of accepted nodes is Σ_v Π_{u ∈ path(v)} a_{d(u), r(u)} (eq. tree-val
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from collections.abc import Sequence
 
@@ -46,6 +47,8 @@ __all__ = [
     "tree_expected_accepted_exact",
     "top_m_tree",
     "deterministic_tree_value",
+    "best_paths",
+    "topk_expansion",
 ]
 
 #: Largest number of outcomes the exact tree enumeration visits.
@@ -475,3 +478,50 @@ def deterministic_tree_value(target, parents, tokens, context: Sequence[int] = (
         prob[i] = prob[int(u)] * float(fp(paths[int(u)])[int(t[i])])
         paths[i] = paths[int(u)] + (int(t[i]),)
     return float(sum(prob[i] for i in range(a.size)))
+
+
+def best_paths(target, n, context: Sequence[int] = ()) -> list[tuple[float, tuple[int, ...]]]:
+    """The n most probable target paths after ``context``, as (probability, tokens), best
+    first (ch. 10, section on deterministic trees).
+
+    A path's prefix is at least as probable as the path, so these n paths form a tree:
+    by eq. ch10-det-tree it is the best n-node tree of fixed tokens when the draft ranks
+    by the target's own probabilities (q = p). ``target`` is a model with
+    ``next_distribution`` or one probability vector (the same law after every context).
+    """
+    fp, _ = _as_model(target, "target")
+    n = as_int(n, "n")
+    ctx0 = tuple(int(c) for c in context)
+    heap, out = [(-1.0, ())], []
+    while len(out) <= n:
+        neg, v = heapq.heappop(heap)
+        out.append((-neg, v))
+        row = fp(ctx0 + v)
+        for x in range(row.size):
+            heapq.heappush(heap, (neg * row[x], v + (x,)))
+    return out[1:]
+
+
+def topk_expansion(target, k, n, context: Sequence[int] = ()
+                   ) -> list[tuple[float, tuple[int, ...]]]:
+    """SGLang-style tree drafting scored by path probability at q = p (ch. 10): each
+    level expands the top k children of the top k paths of the level before, and the n
+    best-scored candidates are kept, as (probability, tokens), best first.
+
+    Two caps: a node gets at most k children, and only k paths of a level are expanded;
+    either can keep it from the tree of :func:`best_paths` (SGLang's
+    ``select_top_k_tokens_tmp`` and ``organize_draft_results``).
+    """
+    fp, _ = _as_model(target, "target")
+    k, n = as_int(k, "k"), as_int(n, "n")
+    ctx0 = tuple(int(c) for c in context)
+    cands, beams = [], [(1.0, ())]
+    for _ in range(n):
+        level = []
+        for s, v in beams:
+            row = fp(ctx0 + v)
+            for x in np.argsort(-row, kind="stable")[:k]:
+                level.append((s * float(row[x]), v + (int(x),)))
+        cands += level
+        beams = sorted(level, reverse=True)[:k]
+    return sorted(cands, reverse=True)[:n]

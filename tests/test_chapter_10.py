@@ -327,34 +327,6 @@ def test_cost_section_best_depth_two_has_depth_three_within_one_percent():
     assert s[2] - s[3] < 0.01 * s[2]
 
 
-def _best_paths(target, n):
-    """The n most probable target paths (best first; a path's prefix is more probable)."""
-    import heapq
-    heap, out = [(-1.0, ())], []
-    while len(out) <= n:
-        neg, v = heapq.heappop(heap)
-        out.append((-neg, v))
-        row = target.next_distribution(list(v))
-        for x in range(row.size):
-            heapq.heappush(heap, (neg * row[x], v + (x,)))
-    return out[1:]
-
-
-def _topk_expansion(target, k, n):
-    """SGLang-style drafting at q = p: top k children of the top k paths per level, then
-    the n best-scored candidates (select_top_k_tokens_tmp, organize_draft_results)."""
-    cands, beams = [], [(1.0, ())]
-    for _ in range(n):
-        level = []
-        for s, v in beams:
-            row = target.next_distribution(list(v))
-            for x in np.argsort(-row, kind="stable")[:k]:
-                level.append((s * float(row[x]), v + (int(x),)))
-        cands += level
-        beams = sorted(level, reverse=True)[:k]
-    return sorted(cands, reverse=True)[:n]
-
-
 def test_topk_expansion_at_q_equal_p_misses_the_best_tree_when_a_node_needs_over_k_children():
     """Review R14c finding 7: even at q = p the per-level top-k expansion loses to the
     best deterministic tree when that tree has more than k children at a node (on these
@@ -368,8 +340,8 @@ def test_topk_expansion_at_q_equal_p_misses_the_best_tree_when_a_node_needs_over
         for conc in (0.5, 2.0, 5.0):
             target, _ = toy.toy_pair(8, 0.4, seed=seed, concentration=conc)
             for k, n in ((2, 6), (3, 10), (4, 10)):
-                best = _best_paths(target, n)
-                got = _topk_expansion(target, k, n)
+                best = tr.best_paths(target, n)
+                got = tr.topk_expansion(target, k, n)
                 assert all(v[:-1] in {u for _, u in got} | {()} for _, v in got)
                 wide = max(Counter(v[:-1] for _, v in best).values()) > k
                 v_best, v_got = sum(p for p, _ in best), sum(p for p, _ in got)
@@ -381,7 +353,7 @@ def test_topk_expansion_at_q_equal_p_misses_the_best_tree_when_a_node_needs_over
     assert seen == {True, False}
     # the chapter's example: flat rows, k = 2, six nodes, six children at the root
     target, _ = toy.toy_pair(8, 0.4, seed=0, concentration=2.0)
-    best = _best_paths(target, 6)
+    best = tr.best_paths(target, 6)
     assert sum(1 for _, v in best if len(v) == 1) == 6
 
 
@@ -412,16 +384,18 @@ def test_topk_expansion_misses_a_best_tree_with_at_most_k_children_per_node_thro
     reached."""
     from collections import Counter
 
-    class SameRow:
-        def __init__(self, row):
-            self.row = np.asarray(row, dtype=float)
-
-        def next_distribution(self, context):
-            return self.row
-
-    target = SameRow([0.5, 0.45, 0.05])
+    target = np.array([0.5, 0.45, 0.05])        # the same row after every context
     for n, misses in ((8, False), (12, True)):
-        best, got = _best_paths(target, n), _topk_expansion(target, 2, n)
+        best, got = tr.best_paths(target, n), tr.topk_expansion(target, 2, n)
         assert max(Counter(v[:-1] for _, v in best).values()) <= 2
         v_best, v_got = sum(p for p, _ in best), sum(p for p, _ in got)
         assert (v_got < v_best - 1e-3) if misses else v_got == pytest.approx(v_best)
+
+
+def test_best_paths_and_topk_expansion_reject_bad_input_by_name():
+    with pytest.raises(ValueError, match="target"):
+        tr.best_paths(lambda ctx: None, 3)
+    with pytest.raises(ValueError, match="target"):
+        tr.topk_expansion([0.5, 0.6], 2, 3)
+    with pytest.raises(ValueError, match="k"):
+        tr.topk_expansion([0.5, 0.5], 1.5, 3)

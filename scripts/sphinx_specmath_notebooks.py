@@ -71,7 +71,8 @@ _PROOF_TYPES = ("theorem", "axiom", "lemma", "definition", "remark", "conjecture
 
 
 def is_live_key(key: str) -> bool:
-    """Glue keys of machine-dependent values (chapter 7's live runs) contain ``_live_``."""
+    """Glue keys of machine-dependent values (chapter 7's live runs, chapter 8's float32
+    rounding counts) contain ``_live_``."""
     return "_live_" in key
 
 

@@ -480,6 +480,24 @@ def deterministic_tree_value(target, parents, tokens, context: Sequence[int] = (
     return float(sum(prob[i] for i in range(a.size)))
 
 
+def _path_model(target, context: Sequence[int]):
+    """Validated next-token rows of ``target`` after ``context`` + a path (ch. 10 trees)."""
+    fp, V = _as_model(target, "target")
+    try:
+        ctx0 = tuple(int(c) for c in context)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"context must be a sequence of token ids; got {context!r}") from err
+    if any(not 0 <= c < V for c in ctx0):
+        raise ValueError(f"context tokens must be in [0, {V}); got {ctx0}")
+    return lambda v: as_distribution(fp(ctx0 + v), "target row")
+
+
+def _best_first(pairs):
+    """(probability, path) pairs, most probable first; ties: shorter path, then tokens, so
+    a path never comes before its parent (a prefix is at least as probable)."""
+    return sorted(pairs, key=lambda t: (-t[0], len(t[1]), t[1]))
+
+
 def best_paths(target, n, context: Sequence[int] = ()) -> list[tuple[float, tuple[int, ...]]]:
     """The n most probable target paths after ``context``, as (probability, tokens), best
     first (ch. 10, section on deterministic trees).
@@ -489,16 +507,16 @@ def best_paths(target, n, context: Sequence[int] = ()) -> list[tuple[float, tupl
     by the target's own probabilities (q = p). ``target`` is a model with
     ``next_distribution`` or one probability vector (the same law after every context).
     """
-    fp, _ = _as_model(target, "target")
-    n = as_int(n, "n")
-    ctx0 = tuple(int(c) for c in context)
-    heap, out = [(-1.0, ())], []
+    row_of = _path_model(target, context)
+    n = as_int(n, "n", minimum=1)
+    # heap order (−probability, length, tokens): a parent pops before its children
+    heap, out = [(-1.0, 0, ())], []
     while len(out) <= n:
-        neg, v = heapq.heappop(heap)
+        neg, _, v = heapq.heappop(heap)
         out.append((-neg, v))
-        row = fp(ctx0 + v)
+        row = row_of(v)
         for x in range(row.size):
-            heapq.heappush(heap, (neg * row[x], v + (x,)))
+            heapq.heappush(heap, (neg * row[x], len(v) + 1, v + (x,)))
     return out[1:]
 
 
@@ -510,18 +528,18 @@ def topk_expansion(target, k, n, context: Sequence[int] = ()
 
     Two caps: a node gets at most k children, and only k paths of a level are expanded;
     either can keep it from the tree of :func:`best_paths` (SGLang's
-    ``select_top_k_tokens_tmp`` and ``organize_draft_results``).
+    ``select_top_k_tokens_tmp`` and ``organize_draft_results``). Ties go to the shorter
+    path, so every kept path's parent is kept.
     """
-    fp, _ = _as_model(target, "target")
-    k, n = as_int(k, "k"), as_int(n, "n")
-    ctx0 = tuple(int(c) for c in context)
+    row_of = _path_model(target, context)
+    k, n = as_int(k, "k", minimum=1), as_int(n, "n", minimum=1)
     cands, beams = [], [(1.0, ())]
     for _ in range(n):
         level = []
         for s, v in beams:
-            row = fp(ctx0 + v)
+            row = row_of(v)
             for x in np.argsort(-row, kind="stable")[:k]:
                 level.append((s * float(row[x]), v + (int(x),)))
         cands += level
-        beams = sorted(level, reverse=True)[:k]
-    return sorted(cands, reverse=True)[:n]
+        beams = _best_first(level)[:k]
+    return _best_first(cands)[:n]

@@ -397,5 +397,31 @@ def test_best_paths_and_topk_expansion_reject_bad_input_by_name():
         tr.best_paths(lambda ctx: None, 3)
     with pytest.raises(ValueError, match="target"):
         tr.topk_expansion([0.5, 0.6], 2, 3)
-    with pytest.raises(ValueError, match="k"):
+    with pytest.raises(ValueError, match="^k must be an integer"):
         tr.topk_expansion([0.5, 0.5], 1.5, 3)
+    with pytest.raises(ValueError, match="^k must be an integer ≥ 1"):
+        tr.topk_expansion([0.5, 0.5], 0, 3)
+    with pytest.raises(ValueError, match="^n must be an integer ≥ 1"):
+        tr.best_paths([0.5, 0.5], 0)
+    with pytest.raises(ValueError, match="^context must be a sequence of token ids"):
+        tr.topk_expansion([0.5, 0.5], 2, 3, context="ab")
+    with pytest.raises(ValueError, match=r"^context tokens must be in \[0, 2\)"):
+        tr.best_paths([0.5, 0.5], 3, context=[5])
+
+    class BadRows:                       # a model whose rows are not distributions
+        vocab_size = 3
+
+        def next_distribution(self, ctx):
+            return [0.9, 0.9, 0.9]
+
+    with pytest.raises(ValueError, match="^target row must sum to 1"):
+        tr.best_paths(BadRows(), 2)
+
+
+def test_best_paths_and_topk_expansion_keep_every_parent_when_probabilities_tie():
+    # a one-hot row makes every path along token 0 equally probable; the kept paths must
+    # still form a tree (each parent kept), so their probabilities sum to E[N] - 1
+    for paths in (tr.best_paths([1.0, 0.0, 0.0], 3), tr.topk_expansion([1.0, 0.0, 0.0], 2, 3)):
+        kept = {v for _, v in paths}
+        assert kept == {(0,), (0, 0), (0, 0, 0)}
+        assert all(v[:-1] in kept or len(v) == 1 for v in kept)

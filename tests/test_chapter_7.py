@@ -117,9 +117,9 @@ RESULTS = ROOT / "specmath" / "data" / "results" / "realmodel_cpu.json"
 @pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded CPU benchmark")
 def test_this_recordings_median_costs_stay_near_the_efficient_kernel_range():
     # Not a law (the chapter says so, and single blocks leave the range). The chapter
-    # draws this recording's medians against the lines 1 and k + 1 and discusses only
-    # the k = 1 excess; medians that leave the range by more than rounding (0.05) in a
-    # re-recording must send us back to that text.
+    # draws this recording's CPU-time medians against the lines 1 and k + 1; medians that
+    # leave the range by more than a tolerance of 0.05 in a re-recording must send us
+    # back to the chapter's reading of its figure.
     R = json.loads(RESULTS.read_text())
     if "summary" not in R["costs"]:
         pytest.skip("benchmark recorded with the old layout")

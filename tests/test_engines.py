@@ -9,6 +9,8 @@ fails.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -395,3 +397,22 @@ def test_published_engine_metric_definitions_carry_sources():
                 or r["quantity"] in ("default_setting", "verification_rule",
                                      "downstream_metric"))
         assert r["commit"] and r["path"] and r["url"].startswith("https://github.com/")
+
+
+def test_vllm_block_option_and_k_schedule_quotes_in_chapters_9_and_11_match_the_records():
+    # the chapters quote vLLM's SpeculativeConfig at one commit; the records hold the
+    # quotes with that commit, so a chapter that drifts from its source fails here
+    from specmath import published
+    book = Path(__file__).resolve().parents[1] / "book" / "md"
+    ch9 = " ".join((book / "09_block_verification.md").read_text().split())
+    ch11 = " ".join((book / "11_serving.md").read_text().split())
+    (blk,) = published.load("engines_metrics", name="rejection_sample_method")
+    (sch,) = published.load("engines_metrics", name="num_speculative_tokens_per_batch_size")
+    assert blk["value"] == "standard" and sch["value"] is None
+    assert blk["commit"] == sch["commit"] and blk["commit"][:8] in ch11
+    assert "block verification (Sun et al.)" in blk["source"]
+    assert '("block verification (Sun et al.)")' in ch9
+    quote = "batch-size schedule used to dynamically choose speculative-token count"
+    assert quote.capitalize() in sch["source"] and quote in ch11
+    assert "(range_start, range_end, num_speculative_tokens)" in sch["source"]
+    assert "(range_start, range_end, num_speculative_tokens)" in ch11.replace("`", "")

@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 def test_chapter_10_exercises_are_registered_and_reject_wrong_answers():
     keys = [k for k in exercise_keys() if k.startswith("ch10-")]
-    assert keys == ["ch10-ex1", "ch10-ex2", "ch10-ex3", "ch10-ex4", "ch10-ex5", "ch10-ex6"]
+    assert keys == ["ch10-ex1", "ch10-ex2", "ch10-ex3", "ch10-ex4", "ch10-ex5", "ch10-ex6",
+                    "ch10-ex7"]
     from specmath.exercises import _REGISTRY
     for key in keys:
         truth = np.asarray(_REGISTRY[key].compute(), float)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ..multidraft import multidraft_acceptance
+from ..multidraft import multidraft_acceptance, multidraft_ot_ceiling
 from ..toy import toy_pair
 from ..trees import (
     best_tree,
@@ -26,6 +26,7 @@ EX4_N = 6
 EX5_N = 10
 EX6_V, EX6_CLOSE, EX6_SEED = 3, 0.4, 7       # toy_pair(EX6_V, EX6_CLOSE, seed=EX6_SEED)
 EX6_M, EX6_DEPTH = 2, 2
+EX7_M = 2                                      # with the pair of exercise 1
 
 
 def _ex1():
@@ -80,3 +81,13 @@ register("ch10-ex5", _ex5, rtol=0.0, atol=0.0,
               "path."))
 register("ch10-ex6", _ex6, hint=("A node's value is the target's probability of its path, and a "
               "path is never more probable than its parent's; list the paths by probability."))
+
+
+def _ex7():
+    p, q = np.array(EX1_P), np.array(EX1_Q)
+    return np.array([multidraft_ot_ceiling(p, q, EX7_M),
+                     multidraft_acceptance(p, q, EX7_M)])
+
+
+register("ch10-ex7", _ex7, hint=("Write the two marginal constraints and the chance of a hit; the "
+              "verifier draws the emitted token from the optimal plan given the pair."))

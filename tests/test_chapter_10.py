@@ -426,3 +426,22 @@ def test_best_paths_and_topk_expansion_keep_every_parent_when_probabilities_tie(
         kept = {v for _, v in paths}
         assert kept == {(0,), (0, 0), (0, 0, 0)}
         assert all(v[:-1] in kept or len(v) == 1 for v in kept)
+
+
+def test_ch10_ex7_answer_is_the_min_cut_ceiling_and_recursive_rejection_by_hand():
+    """Exercise 10.7 (review R21): the checker's ceiling equals the minimum cut of
+    ch10-thm-cut over every subset (not the same linear program), and its recursive value
+    equals alpha + (1 - alpha) * sum min(r, q) for two candidates, written out here."""
+    import itertools
+
+    from specmath.exercises import _REGISTRY
+    ceiling, recursive = _REGISTRY["ch10-ex7"].compute()
+    p, q = np.array(ch10.EX1_P), np.array(ch10.EX1_Q)
+    assert ch10.EX7_M == 2
+    cut = min(1 - p[list(S)].sum() + 1 - (1 - q[list(S)].sum()) ** 2
+              for n in range(p.size + 1) for S in itertools.combinations(range(p.size), n))
+    alpha = np.minimum(p, q).sum()
+    r = np.maximum(p - q, 0) / (1 - alpha)
+    assert ceiling == pytest.approx(cut, abs=1e-7)
+    assert recursive == pytest.approx(alpha + (1 - alpha) * np.minimum(r, q).sum())
+    assert ceiling - recursive > 0.05         # the exercise's point: a visible gap

@@ -185,13 +185,18 @@ def _setup(target, draft, k, context, rule=None):
                          f"exceeds {MAX_OUTCOMES}")
     if rule is not None and rule not in BLOCK_RULES:
         raise ValueError(f"rule must be one of {BLOCK_RULES}; got {rule!r}")
+    return fp, fq, V, k, _as_context(context, V)
+
+
+def _as_context(context, V: int) -> tuple[int, ...]:
+    """A context of token ids in [0, V), as a tuple (chs. 9 and 10)."""
     try:
         ctx = tuple(int(c) for c in context)
     except (TypeError, ValueError) as err:
         raise ValueError(f"context must be a sequence of token ids; got {context!r}") from err
     if any(not 0 <= c < V for c in ctx):
         raise ValueError(f"context tokens must be in [0, {V}); got {ctx}")
-    return fp, fq, V, k, ctx
+    return ctx
 
 
 def _outcomes(fp, fq, V, k, ctx, rule):

@@ -27,7 +27,7 @@ import numpy as np
 
 from ._validate import as_distribution, as_generator, as_int, as_probability
 from .acceptance import _residual, _sample
-from .block import _as_model
+from .block import _as_context, _as_model
 
 __all__ = [
     "check_tree",
@@ -483,12 +483,7 @@ def deterministic_tree_value(target, parents, tokens, context: Sequence[int] = (
 def _path_model(target, context: Sequence[int]):
     """Validated next-token rows of ``target`` after ``context`` + a path (ch. 10 trees)."""
     fp, V = _as_model(target, "target")
-    try:
-        ctx0 = tuple(int(c) for c in context)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"context must be a sequence of token ids; got {context!r}") from err
-    if any(not 0 <= c < V for c in ctx0):
-        raise ValueError(f"context tokens must be in [0, {V}); got {ctx0}")
+    ctx0 = _as_context(context, V)
     return lambda v: as_distribution(fp(ctx0 + v), "target row")
 
 

@@ -293,25 +293,37 @@ def test_best_k_of_the_sweep_moves_with_v_at_the_ends_of_its_intervals():
     assert {best(V_ci[:, 0]), best(V_ci[:, 1])} == {4, 3}
 
 
+def _recorded_design():
+    """k, iterations per run and each run's reached-position α of the recorded α runs."""
+    R = json.loads(RESULTS.read_text())
+    runs = list(R["alpha"]["runs"].values())
+    return (R["alpha"]["k"], [r["positions"]["iterations"] for r in runs],
+            np.array([r["alpha_sum_min_reached"] for r in runs]))
+
+
+def _design_counts(uniforms, p_accept, k):
+    """Accepted (A) and reached (N) counts per simulated set, run and position: run j's
+    iterations accept position i while ``uniforms[j] < p_accept[j]`` holds up to i."""
+    n_sim = uniforms[0].shape[0]
+    A, N = np.zeros((n_sim, len(uniforms), k)), np.zeros((n_sim, len(uniforms), k))
+    for j, (u, p) in enumerate(zip(uniforms, p_accept, strict=True)):
+        n_acc = np.cumprod(u < p, axis=2).sum(2)
+        N[:, j] = (n_acc[..., None] >= np.arange(k)).sum(1)
+        A[:, j] = (n_acc[..., None] > np.arange(k)).sum(1)
+    return A, N
+
+
 @pytest.mark.skipif(not RESULTS.is_file(), reason="no recorded CPU benchmark")
 def test_trend_test_simulated_power_against_survivorships_slope_is_near_its_level():
     # review R11b item 7: the asymptotic power (0.07) is not the simulated one; on the
     # recorded design the test rejects survivorship's slope about as often as no trend
-    R = json.loads(RESULTS.read_text())
-    k = R["alpha"]["k"]
-    runs = list(R["alpha"]["runs"].values())
-    n_it = [r["positions"]["iterations"] for r in runs]
-    a_run = np.array([r["alpha_sum_min_reached"] for r in runs])
+    k, n_it, a_run = _recorded_design()
     logit = np.log(a_run / (1 - a_run))
     rng, n_sim, pos = np.random.default_rng(3), 2000, np.arange(k) - (k - 1) / 2
     rej = []
     for b in (0.0, 0.0797):
-        A, N = np.zeros((n_sim, len(runs), k)), np.zeros((n_sim, len(runs), k))
-        for j, n in enumerate(n_it):
-            p_i = 1 / (1 + np.exp(-(logit[j] + b * pos)))
-            n_acc = np.cumprod(rng.random((n_sim, n, k)) < p_i, axis=2).sum(2)
-            N[:, j] = (n_acc[..., None] >= np.arange(k)).sum(1)
-            A[:, j] = (n_acc[..., None] > np.arange(k)).sum(1)
+        U = [rng.random((n_sim, n, k)) for n in n_it]
+        A, N = _design_counts(U, [1 / (1 + np.exp(-(lg + b * pos))) for lg in logit], k)
         rej.append(np.mean([stats.stratified_trend_test(A[t], N[t]).pvalue < 0.05
                             for t in range(n_sim)]))
     assert abs(rej[0] - 0.05) < 0.02 and rej[1] < 0.1
@@ -322,17 +334,9 @@ def test_slope_interval_leaves_out_zero_exactly_when_the_trend_test_rejects():
     # review R14b finding 5: the score-based slope interval's 0.95 is nominal; with no
     # trend it covers 0 in exactly 1 − (the test's false-alarm rate) of the simulated
     # sets of the recorded design, which is near 0.95 but not 0.95 by construction
-    R = json.loads(RESULTS.read_text())
-    k = R["alpha"]["k"]
-    runs = list(R["alpha"]["runs"].values())
-    n_it = [r["positions"]["iterations"] for r in runs]
-    a_run = np.array([r["alpha_sum_min_reached"] for r in runs])
+    k, n_it, a_run = _recorded_design()
     rng, n_sim = np.random.default_rng(4), 1000
-    A, N = np.zeros((n_sim, len(runs), k)), np.zeros((n_sim, len(runs), k))
-    for j, n in enumerate(n_it):
-        n_acc = np.cumprod(rng.random((n_sim, n, k)) < a_run[j], axis=2).sum(2)
-        N[:, j] = (n_acc[..., None] >= np.arange(k)).sum(1)
-        A[:, j] = (n_acc[..., None] > np.arange(k)).sum(1)
+    A, N = _design_counts([rng.random((n_sim, n, k)) for n in n_it], a_run, k)
     res = [stats.stratified_trend_test(A[t], N[t]) for t in range(n_sim)]
     ci = np.array([r.slope_ci(0.95) for r in res])
     covers = (ci[:, 0] <= 0) & (0 <= ci[:, 1])
@@ -346,11 +350,7 @@ def test_slope_test_is_biased_against_survivorships_slope_on_the_recorded_design
     # acceptances) the score-based slope estimate falls short of the true slope, and at
     # survivorship's pooled slope the test rejects less often than with no trend.
     # 20 000 sets, the same uniforms for both slopes (coupled), seed 5
-    R = json.loads(RESULTS.read_text())
-    k = R["alpha"]["k"]
-    runs = list(R["alpha"]["runs"].values())
-    n_it = [r["positions"]["iterations"] for r in runs]
-    a_run = np.array([r["alpha_sum_min_reached"] for r in runs])
+    k, n_it, a_run = _recorded_design()
     n = np.array(n_it, dtype=float)
     surv = np.array([(n * a_run ** (i + 1)).sum() / (n * a_run ** i).sum()
                      for i in range(k)])
@@ -364,12 +364,8 @@ def test_slope_test_is_biased_against_survivorships_slope_on_the_recorded_design
     U = [rng.random((n_sim, m, k)) for m in n_it]
     rej, mean = {}, {}
     for b in (0.0, fake):
-        A, N = np.zeros((n_sim, len(runs), k)), np.zeros((n_sim, len(runs), k))
-        for j, u in enumerate(U):
-            p = 1 / (1 + np.exp(-(logit(a_run[j]) + b * pos_c)))
-            n_acc = np.cumprod(u < p, axis=2).sum(2)
-            N[:, j] = (n_acc[..., None] >= np.arange(k)).sum(1)
-            A[:, j] = (n_acc[..., None] > np.arange(k)).sum(1)
+        A, N = _design_counts(U, [1 / (1 + np.exp(-(logit(a) + b * pos_c))) for a in a_run],
+                              k)
         res = [stats.stratified_trend_test(A[t], N[t]) for t in range(n_sim)]
         rej[b] = np.mean([r.pvalue < 0.05 for r in res])
         mean[b] = np.mean([r.slope for r in res])
